@@ -1,0 +1,12 @@
+//! The game: rules on top of shakmaty, move input, records, PGN and the journal.
+//!
+//! Everything here is pure logic except [`journal::JournalFile`], the thin
+//! adapter that owns the journal file.
+
+pub mod notation;
+pub mod rules;
+
+pub use notation::{parse_move, san_of, uci_of, MoveInputError};
+pub use rules::{
+    fen_of, position_from_fen, Claim, Game, GameError, GameResult, MoveRecord, Termination,
+};

@@ -1,0 +1,11 @@
+//! chessbot: play chess on a real board against a small robot arm.
+//!
+//! One module per part of the robot. Pure logic lives in the modules; the
+//! thin adapters that open files, ports and cameras sit at their edges.
+//!
+//! - [`config`]: the typed configuration, parsed once.
+//! - [`game`]: the rules (on top of shakmaty), move input, PGN, the crash-safe journal.
+
+pub mod config;
+pub mod game;
+pub mod logging;
