@@ -9,6 +9,8 @@ use clap::{Parser, Subcommand};
 use chessbot::config::Config;
 use chessbot::logging::{self, LogFormat};
 
+mod cli;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "chessbot",
@@ -30,6 +32,40 @@ struct Cli {
 enum Command {
     /// Check the configuration and print it.
     Config,
+    /// Work with PGN files.
+    #[command(subcommand)]
+    Pgn(PgnCommand),
+    /// Developer tools used by the test suite.
+    #[command(subcommand, hide = true)]
+    Debug(DebugCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum PgnCommand {
+    /// Replay every game with full rule validation; one JSON line per game.
+    /// Exits with status 2 on an illegal or unreadable move.
+    Replay {
+        /// The PGN file (`-` for standard input).
+        file: PathBuf,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum DebugCommand {
+    /// Appends the moves of a seeded random game to a journal, resuming it
+    /// if it exists, printing `ack N` once move N is durable. Writes each
+    /// record in small pieces so that a kill can land mid-record.
+    JournalWriter {
+        #[arg(long)]
+        path: PathBuf,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_t = 60)]
+        moves: usize,
+        /// Microseconds to pause between the pieces of a record.
+        #[arg(long, default_value_t = 200)]
+        pause_us: u64,
+    },
 }
 
 fn main() -> ExitCode {
@@ -63,5 +99,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("{config:#?}");
             Ok(ExitCode::SUCCESS)
         }
+        Command::Pgn(PgnCommand::Replay { file }) => cli::pgn_replay(&file),
+        Command::Debug(DebugCommand::JournalWriter {
+            path,
+            seed,
+            moves,
+            pause_us,
+        }) => cli::journal_writer(&path, seed, moves, pause_us),
     }
 }

@@ -1,9 +1,13 @@
 //! The game: rules on top of shakmaty, move input, records, PGN and the journal.
 //!
-//! Everything here is pure logic except [`journal::JournalFile`], the thin
-//! adapter that owns the journal file.
+//! Everything here is pure logic except [`journal::FileStorage`] and the
+//! file functions beside it, the thin adapter that owns the journal file.
 
+pub mod clock;
+pub mod journal;
 pub mod notation;
+pub mod pgn;
+pub mod replay;
 pub mod rules;
 
 pub use notation::{parse_move, san_of, uci_of, MoveInputError};

@@ -96,29 +96,24 @@ pub fn parse_move(pos: &Chess, text: &str) -> Result<Move, MoveInputError> {
         }
     }
 
-    // SAN, leniently: a promotion without '=' (e8Q, exd8q).
+    // SAN as written takes precedence (`bxc5` is the b-pawn), then the
+    // lenient readings: a promotion without '=' (e8Q, exd8q) and a
+    // lowercase piece letter (nf3, bc4) when the strict reading is illegal.
     let san_text = add_promotion_equals(core);
+    let strict = resolve_san(pos, raw, &san_text);
     let first = san_text.chars().next().unwrap_or(' ');
-    if first.is_ascii_lowercase() && "nrqkb".contains(first) {
-        // A lowercase piece letter. `b` also names the b-file, so try both
-        // readings and accept the one that is legal.
-        let as_piece = format!("{}{}", first.to_ascii_uppercase(), &san_text[1..]);
-        let piece = resolve_san(pos, raw, &as_piece);
-        if first != 'b' {
-            return piece;
+    match strict {
+        Ok(mv) => Ok(mv),
+        Err(e @ MoveInputError::Ambiguous { .. }) => Err(e),
+        Err(e) if "nbrqk".contains(first) => {
+            let as_piece = format!("{}{}", first.to_ascii_uppercase(), &san_text[1..]);
+            resolve_san(pos, raw, &as_piece).map_err(|lenient| match lenient {
+                MoveInputError::Malformed { .. } => e,
+                other => other,
+            })
         }
-        let pawn = resolve_san(pos, raw, &san_text);
-        return match (piece, pawn) {
-            (Ok(a), Ok(b)) if a != b => Err(MoveInputError::Ambiguous {
-                text: raw.to_owned(),
-                candidates: vec![san_of(pos, a), san_of(pos, b)],
-            }),
-            (Ok(a), _) => Ok(a),
-            (_, Ok(b)) => Ok(b),
-            (Err(e), Err(_)) => Err(e),
-        };
+        Err(e) => Err(e),
     }
-    resolve_san(pos, raw, &san_text)
 }
 
 fn piece_name(letter: &str) -> &'static str {
@@ -133,13 +128,14 @@ fn piece_name(letter: &str) -> &'static str {
 }
 
 fn looks_like_uci(s: &str) -> bool {
+    // The first file letter must be lowercase: `B8g7` is SAN (the bishop on
+    // the eighth rank), `b8g7` is UCI.
     let b = s.as_bytes();
-    let square = |f: u8, r: u8| {
-        (b'a'..=b'h').contains(&f.to_ascii_lowercase()) && (b'1'..=b'8').contains(&r)
-    };
+    let square = |f: u8, r: u8| (b'a'..=b'h').contains(&f) && (b'1'..=b'8').contains(&r);
+    let dest = |f: u8, r: u8| square(f.to_ascii_lowercase(), r);
     match b.len() {
-        4 => square(b[0], b[1]) && square(b[2], b[3]),
-        5 => square(b[0], b[1]) && square(b[2], b[3]) && b"qrbnQRBN".contains(&b[4]),
+        4 => square(b[0], b[1]) && dest(b[2], b[3]),
+        5 => square(b[0], b[1]) && dest(b[2], b[3]) && b"qrbnQRBN".contains(&b[4]),
         _ => false,
     }
 }

@@ -410,6 +410,7 @@ impl Game {
 
     /// Plays a move given in UCI notation.
     pub fn play_uci(&mut self, uci: &str) -> Result<&MoveRecord, GameError> {
+        self.ensure_running()?;
         let illegal = || GameError::IllegalMove {
             uci: uci.to_owned(),
             fen: self.fen(),

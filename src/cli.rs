@@ -1,0 +1,134 @@
+//! The bodies of the subcommands: read arguments, call the library, print.
+
+use std::io::{self, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use rand::{Rng, SeedableRng};
+
+use chessbot::game::journal::{self, JournalRecord, Storage};
+use chessbot::game::pgn::read_games;
+use chessbot::game::replay::replay;
+use chessbot::game::Game;
+
+/// Exit status of `pgn replay` when a move is illegal or unreadable.
+const EXIT_BAD_MOVE: u8 = 2;
+
+pub fn pgn_replay(file: &Path) -> anyhow::Result<ExitCode> {
+    let games = if file.as_os_str() == "-" {
+        read_games(io::stdin().lock())
+    } else {
+        let f =
+            std::fs::File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
+        read_games(io::BufReader::new(f))
+    };
+    let games = match games {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("error: {}: {e}", file.display());
+            return Ok(ExitCode::from(EXIT_BAD_MOVE));
+        }
+    };
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    for (index, pgn) in games.iter().enumerate() {
+        match replay(index, pgn) {
+            Ok((_, summary)) => {
+                serde_json::to_writer(&mut out, &summary)?;
+                out.write_all(b"\n")?;
+            }
+            Err(e) => {
+                out.flush()?;
+                eprintln!("error: {}: {e}", file.display());
+                return Ok(ExitCode::from(EXIT_BAD_MOVE));
+            }
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Appends each record in pieces, pausing between them, so that a kill
+/// from the torture test can land in the middle of a record.
+struct SlowStorage {
+    inner: journal::FileStorage,
+    pause: Duration,
+}
+
+impl Storage for SlowStorage {
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        for piece in bytes.chunks(7) {
+            self.inner.write_raw(piece)?;
+            std::thread::sleep(self.pause);
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        self.inner.sync()
+    }
+}
+
+/// The seeded random game the journal writer plays (the test replays the
+/// same one to know what the journal must contain).
+pub fn seeded_game_moves(seed: u64, count: usize) -> Vec<String> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut game = Game::default();
+    let mut out = Vec::new();
+    while out.len() < count {
+        let moves = game.legal_moves();
+        if moves.is_empty() {
+            break;
+        }
+        let mv = moves[rng.random_range(0..moves.len())];
+        out.push(game.play(mv, None, None).expect("legal").uci.clone());
+    }
+    out
+}
+
+pub fn journal_writer(
+    path: &Path,
+    seed: u64,
+    count: usize,
+    pause_us: u64,
+) -> anyhow::Result<ExitCode> {
+    let moves = seeded_game_moves(seed, count);
+    let (file_journal, mut game) = if path.exists() {
+        let r = journal::resume(path)?;
+        (r.journal, r.replayed.game)
+    } else {
+        let start = JournalRecord::Start {
+            fen: chessbot::game::fen_of(&shakmaty::Chess::default()),
+            white: "writer".into(),
+            black: "writer".into(),
+            started_ms: 0,
+        };
+        (journal::create(path, &start)?, Game::default())
+    };
+    let records = file_journal.len();
+    let mut journal = journal::Journal::new(
+        SlowStorage {
+            inner: file_journal.into_storage(),
+            pause: Duration::from_micros(pause_us),
+        },
+        records,
+    );
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    writeln!(out, "resumed {}", game.moves().len())?;
+    out.flush()?;
+    for uci in moves.iter().skip(game.moves().len()) {
+        game.play_uci(uci)?;
+        journal.append(&JournalRecord::Move {
+            uci: uci.clone(),
+            at_ms: None,
+            used_ms: None,
+            clock_ms: None,
+        })?;
+        writeln!(out, "ack {}", game.moves().len())?;
+        out.flush()?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
