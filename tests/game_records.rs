@@ -391,3 +391,55 @@ fn clock_counts_down_adds_increment_and_flags() {
         assert!(bad.parse::<TimeControl>().is_err(), "{bad:?}");
     }
 }
+
+// --- Sessions: journaled games that survive restarts ---
+
+#[test]
+fn session_journals_every_move_resumes_and_archives_pgn() {
+    use chessbot::config::GameConfig;
+    use chessbot::game::session::{GameSession, Players};
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = GameConfig {
+        games_dir: dir.path().join("games"),
+        journal_dir: dir.path().join("journal"),
+        ..GameConfig::default()
+    };
+    let players = Players {
+        white: "Ann".into(),
+        black: "chessbot".into(),
+    };
+    let mut s =
+        GameSession::start(&cfg, players.clone(), Chess::default(), 1_764_547_200_000).unwrap();
+    for m in ["e4", "e5", "Qh5", "Nc6", "Bc4", "Nf6"] {
+        let mv = parse_move(s.game().position(), m).unwrap();
+        s.play(mv, Some(1), Some(2_500), None).unwrap();
+    }
+    // An illegal move is refused and never journaled.
+    let bad = parse_move(&Chess::default(), "e4").unwrap();
+    assert!(s.play(bad, None, None, None).is_err());
+    // A second game cannot start over the running one.
+    assert!(GameSession::start(&cfg, players.clone(), Chess::default(), 0).is_err());
+    drop(s); // the process "dies" here
+
+    let mut s = GameSession::resume(&cfg)
+        .unwrap()
+        .expect("a journaled game");
+    assert_eq!(s.game().moves().len(), 6);
+    assert_eq!(s.players(), &players);
+    let mv = parse_move(s.game().position(), "Qxf7#").unwrap();
+    s.play(mv, None, None, None).unwrap();
+    assert!(s.game().result().is_some());
+    let pgn_path = s.finish().unwrap();
+    let pgn = std::fs::read_to_string(&pgn_path).unwrap();
+    assert!(pgn.contains("[White \"Ann\"]"));
+    assert!(pgn.contains("[Date \"2025.12.01\"]"), "{pgn}");
+    assert!(pgn.contains("1. e4 {[%emt 0:00:02.5]} e5"), "{pgn}");
+    assert!(
+        pgn.contains("4. Qxf7#") && pgn.contains("{checkmate} 1-0"),
+        "{pgn}"
+    );
+    assert!(
+        GameSession::resume(&cfg).unwrap().is_none(),
+        "journal retired"
+    );
+}

@@ -9,6 +9,7 @@ pub mod notation;
 pub mod pgn;
 pub mod replay;
 pub mod rules;
+pub mod session;
 
 pub use notation::{parse_move, san_of, uci_of, MoveInputError};
 pub use rules::{
