@@ -1,0 +1,368 @@
+//! Scoring every legal move against what the camera sees.
+//!
+//! A robot knows the position before the move, so instead of reading the
+//! photo in isolation it asks which legal move best explains the
+//! per-square observations. Each hypothesis (a legal move, or "nothing
+//! changed") predicts the occupancy of all 64 squares; its log-likelihood
+//! is the sum over visible squares of the log-probability the vision gave
+//! to the predicted state. The posterior over hypotheses is their softmax.
+
+use shakmaty::{Board, Chess, Color, Move, Position, Role, Square};
+
+/// Lowest probability a single square may contribute, so that one
+/// confidently misread square costs a bounded amount (ln 1e-3 = -6.9)
+/// instead of vetoing the right move outright. A move that needs two such
+/// squares to be wrong still loses to one that needs none.
+pub const MIN_SQUARE_PROB: f64 = 1e-3;
+
+/// A square's state is "confidently" read when its top class has at least
+/// this probability; below, it never counts as disagreeing (an uncertain
+/// square is a reason to wait, not evidence of an illegal move).
+pub const CONFIDENT_STATE: f32 = 0.9;
+
+/// Posterior the best hypothesis needs before it is committed. With
+/// calibrated per-square probabilities this means less than one wrong
+/// commit per hundred decisions even before the tracker's requirement of
+/// several agreeing reads multiplies the margin.
+pub const DECIDE_POSTERIOR: f64 = 0.99;
+
+/// What occupies a square, as vision reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum Occupant {
+    Empty,
+    White,
+    Black,
+}
+
+impl Occupant {
+    pub fn of(board: &Board, sq: Square) -> Occupant {
+        match board.color_at(sq) {
+            None => Occupant::Empty,
+            Some(Color::White) => Occupant::White,
+            Some(Color::Black) => Occupant::Black,
+        }
+    }
+
+    pub fn letter(self) -> char {
+        match self {
+            Occupant::Empty => '.',
+            Occupant::White => 'W',
+            Occupant::Black => 'B',
+        }
+    }
+}
+
+/// Vision's view of one square.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SquareObs {
+    pub p_empty: f32,
+    pub p_white: f32,
+    pub p_black: f32,
+    /// Covered by a hand or the arm: says nothing about the square.
+    pub occluded: bool,
+}
+
+impl SquareObs {
+    /// A certain observation of a state (tests, ground truth).
+    pub fn certain(o: Occupant) -> SquareObs {
+        let mut s = SquareObs {
+            p_empty: 0.0,
+            p_white: 0.0,
+            p_black: 0.0,
+            occluded: false,
+        };
+        match o {
+            Occupant::Empty => s.p_empty = 1.0,
+            Occupant::White => s.p_white = 1.0,
+            Occupant::Black => s.p_black = 1.0,
+        }
+        s
+    }
+
+    pub fn occluded() -> SquareObs {
+        SquareObs {
+            p_empty: 1.0 / 3.0,
+            p_white: 1.0 / 3.0,
+            p_black: 1.0 / 3.0,
+            occluded: true,
+        }
+    }
+
+    pub fn p(&self, o: Occupant) -> f32 {
+        match o {
+            Occupant::Empty => self.p_empty,
+            Occupant::White => self.p_white,
+            Occupant::Black => self.p_black,
+        }
+    }
+
+    /// The most likely state and its probability.
+    pub fn best(&self) -> (Occupant, f32) {
+        [Occupant::Empty, Occupant::White, Occupant::Black]
+            .into_iter()
+            .map(|o| (o, self.p(o)))
+            .fold(
+                (Occupant::Empty, f32::MIN),
+                |a, b| if b.1 > a.1 { b } else { a },
+            )
+    }
+}
+
+/// The 64 observations of a frame, indexed by `Square as usize` (a1 = 0).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoardObs(pub [SquareObs; 64]);
+
+impl BoardObs {
+    /// Certain observations of a board's occupancy.
+    pub fn of_board(board: &Board) -> BoardObs {
+        BoardObs(std::array::from_fn(|i| {
+            SquareObs::certain(Occupant::of(board, Square::new(i as u32)))
+        }))
+    }
+
+    pub fn get(&self, sq: Square) -> &SquareObs {
+        &self.0[sq as usize]
+    }
+
+    pub fn set(&mut self, sq: Square, obs: SquareObs) {
+        self.0[sq as usize] = obs;
+    }
+
+    pub fn any_occluded(&self) -> bool {
+        self.0.iter().any(|s| s.occluded)
+    }
+
+    /// Log-likelihood of the occupancy of `board` under these observations.
+    pub fn log_likelihood(&self, board: &Board) -> f64 {
+        Square::ALL
+            .iter()
+            .filter(|sq| !self.get(**sq).occluded)
+            .map(|&sq| {
+                let p = f64::from(self.get(sq).p(Occupant::of(board, sq)));
+                p.max(MIN_SQUARE_PROB).ln()
+            })
+            .sum()
+    }
+
+    /// Squares whose confident reading contradicts `board`, with what was
+    /// expected and what is seen.
+    pub fn disagreements(&self, board: &Board) -> Vec<Disagreement> {
+        Square::ALL
+            .iter()
+            .filter_map(|&sq| {
+                let obs = self.get(sq);
+                let (seen, p) = obs.best();
+                let expected = Occupant::of(board, sq);
+                (!obs.occluded && p >= CONFIDENT_STATE && seen != expected).then_some(
+                    Disagreement {
+                        square: sq,
+                        expected,
+                        seen,
+                    },
+                )
+            })
+            .collect()
+    }
+}
+
+/// A square that does not show what a position says it should.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Disagreement {
+    #[serde(serialize_with = "ser_square")]
+    pub square: Square,
+    pub expected: Occupant,
+    pub seen: Occupant,
+}
+
+fn ser_square<S: serde::Serializer>(sq: &Square, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&sq.to_string())
+}
+
+/// One explanation of the observations.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hypothesis {
+    /// The move, or `None` for "nothing changed".
+    pub mv: Option<Move>,
+    pub log_likelihood: f64,
+    /// Softmax over all hypotheses.
+    pub posterior: f64,
+}
+
+/// What the observations say about the position before.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// A move is clearly the best explanation.
+    Move {
+        mv: Move,
+        confidence: f64,
+        /// Promotion piece chosen by default: occupancy cannot tell a queen
+        /// from a knight; ask or look closer before trusting it.
+        promotion_unverified: bool,
+    },
+    /// The board still shows the position before.
+    NoChange { confidence: f64 },
+    /// Confidently read squares contradict every legal move and the
+    /// position before; `disagreeing` lists the squares that differ from
+    /// the position before (what to put back).
+    Unexplained { disagreeing: Vec<Disagreement> },
+    /// No hypothesis is clearly ahead: wait for more frames or ask.
+    Uncertain,
+}
+
+/// All hypotheses, best first, and the decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scored {
+    pub hypotheses: Vec<Hypothesis>,
+    pub verdict: Verdict,
+}
+
+/// Promotions that differ only in the piece look identical in occupancy:
+/// score one per square pair (the queen), to keep the posterior honest.
+fn distinct_moves(pos: &Chess) -> Vec<Move> {
+    pos.legal_moves()
+        .into_iter()
+        .filter(|m| matches!(m.promotion(), None | Some(Role::Queen)))
+        .collect()
+}
+
+/// Scores every legal move and "nothing changed" against `obs`.
+pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
+    let mut hypotheses: Vec<Hypothesis> = distinct_moves(pos)
+        .into_iter()
+        .map(|m| {
+            let mut after = pos.clone();
+            after.play_unchecked(m);
+            Hypothesis {
+                mv: Some(m),
+                log_likelihood: obs.log_likelihood(after.board()),
+                posterior: 0.0,
+            }
+        })
+        .collect();
+    hypotheses.push(Hypothesis {
+        mv: None,
+        log_likelihood: obs.log_likelihood(pos.board()),
+        posterior: 0.0,
+    });
+    let max = hypotheses
+        .iter()
+        .map(|h| h.log_likelihood)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let total: f64 = hypotheses
+        .iter()
+        .map(|h| (h.log_likelihood - max).exp())
+        .sum();
+    for h in &mut hypotheses {
+        h.posterior = (h.log_likelihood - max).exp() / total;
+    }
+    hypotheses.sort_by(|a, b| b.log_likelihood.total_cmp(&a.log_likelihood));
+
+    let best = &hypotheses[0];
+    let best_board = match best.mv {
+        Some(m) => {
+            let mut after = pos.clone();
+            after.play_unchecked(m);
+            after.board().clone()
+        }
+        None => pos.board().clone(),
+    };
+    let verdict = if !obs.disagreements(&best_board).is_empty() {
+        // Tell people what to restore: the squares that differ from the
+        // position before, not from the nearest legal move.
+        Verdict::Unexplained {
+            disagreeing: obs.disagreements(pos.board()),
+        }
+    } else if best.posterior < DECIDE_POSTERIOR {
+        Verdict::Uncertain
+    } else {
+        match best.mv {
+            Some(mv) => Verdict::Move {
+                mv,
+                confidence: best.posterior,
+                promotion_unverified: mv.is_promotion(),
+            },
+            None => Verdict::NoChange {
+                confidence: best.posterior,
+            },
+        }
+    };
+    Scored {
+        hypotheses,
+        verdict,
+    }
+}
+
+/// A short sequence of legal moves that explains the observations.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resync {
+    pub moves: Vec<Move>,
+    pub log_likelihood: f64,
+    /// Margin in log-likelihood over the next best distinct sequence end.
+    pub margin: f64,
+}
+
+/// Log-likelihood margin a resync must have over the runner-up: e^4.6 is
+/// a factor of 100, the same odds as [`DECIDE_POSTERIOR`].
+pub const RESYNC_MARGIN: f64 = 4.6;
+
+/// Lost track: searches sequences of up to `max_plies` legal moves whose
+/// final occupancy explains `obs`, moving only pieces on squares that
+/// changed. Returns the best one if it explains every confident square
+/// and is clearly ahead; `None` means ask the person.
+pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
+    // Squares whose confident reading differs from the position before:
+    // every move of the sequence must start or end on one of them, or
+    // capture/castle through them.
+    let changed: Vec<Square> = obs
+        .disagreements(pos.board())
+        .iter()
+        .map(|d| d.square)
+        .collect();
+    let touches =
+        |m: &Move| changed.contains(&m.from().unwrap_or(m.to())) || changed.contains(&m.to());
+    let mut frontier: Vec<(Chess, Vec<Move>)> = vec![(pos.clone(), Vec::new())];
+    // Best final likelihood per distinct board, so that transpositions
+    // (the same result by another order) do not count as rivals.
+    let mut ends: Vec<(Board, f64, Vec<Move>)> = Vec::new();
+    /// Beam width per ply: enough for every plausible line with 2-4
+    /// changed pieces, small enough to stay in milliseconds.
+    const BEAM: usize = 400;
+    for _ in 0..max_plies {
+        let mut next: Vec<(f64, Chess, Vec<Move>)> = Vec::new();
+        for (p, line) in &frontier {
+            for m in p.legal_moves() {
+                if !touches(&m) || matches!(m.promotion(), Some(r) if r != Role::Queen) {
+                    continue;
+                }
+                let mut after = p.clone();
+                after.play_unchecked(m);
+                let ll = obs.log_likelihood(after.board());
+                let mut l = line.clone();
+                l.push(m);
+                next.push((ll, after, l));
+            }
+        }
+        next.sort_by(|a, b| b.0.total_cmp(&a.0));
+        next.truncate(BEAM);
+        for (ll, p, line) in &next {
+            match ends.iter_mut().find(|(b, _, _)| b == p.board()) {
+                Some(e) if e.1 >= *ll => {}
+                Some(e) => {
+                    e.1 = *ll;
+                    e.2 = line.clone();
+                }
+                None => ends.push((p.board().clone(), *ll, line.clone())),
+            }
+        }
+        frontier = next.into_iter().map(|(_, p, l)| (p, l)).collect();
+    }
+    ends.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let (board, ll, moves) = ends.first()?.clone();
+    let runner_up = ends.get(1).map_or(f64::NEG_INFINITY, |e| e.1);
+    let margin = ll - runner_up;
+    (obs.disagreements(&board).is_empty() && margin >= RESYNC_MARGIN).then_some(Resync {
+        moves,
+        log_likelihood: ll,
+        margin,
+    })
+}

@@ -1,0 +1,281 @@
+//! When is a move complete? A tracker over the frame stream.
+//!
+//! Frames with a hand or the arm over the board, or with motion, say
+//! nothing about the move and only reset the count. Once the scene is
+//! still, a move is committed after several settled reads agree for a
+//! minimum time. States that are part of a legal move (the king of a
+//! castling moved but not yet the rook, a victim lifted before the
+//! capturing piece lands) are waited out with more patience. A settled
+//! board that no legal move explains is reported with its squares, after a
+//! short search for a sequence of moves the tracker may have missed.
+//!
+//! The tracker never reads a clock: time comes with each frame.
+
+use shakmaty::{Board, Chess, Move, Position};
+
+use super::scoring::{resync, score, BoardObs, Disagreement, Verdict};
+
+/// Tuning of the tracker.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrackerConfig {
+    /// Settled reads that must agree before a move is committed. Three
+    /// reads at 30 fps cost 0.1 s of latency and make a single-frame
+    /// misread harmless.
+    pub settled_reads: usize,
+    /// And the agreeing reads must span at least this long, so that a
+    /// piece paused on an intermediate square of a slide is not taken for
+    /// the move (people pause well under this while sliding).
+    pub settle_ms: u64,
+    /// A settled board that matches nothing is reported after this long.
+    pub unexplained_after_ms: u64,
+    /// ... and after this long when it looks like half of a legal move
+    /// (castling in two motions, a capture in two steps).
+    pub in_progress_patience_ms: u64,
+    /// Longest sequence of missed moves searched when track is lost.
+    pub max_resync_plies: usize,
+}
+
+impl Default for TrackerConfig {
+    fn default() -> Self {
+        TrackerConfig {
+            settled_reads: 3,
+            settle_ms: 250,
+            unexplained_after_ms: 1_500,
+            in_progress_patience_ms: 8_000,
+            max_resync_plies: 4,
+        }
+    }
+}
+
+/// What the tracker concluded from a frame.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TrackEvent {
+    /// The person played a move.
+    Move {
+        mv: Move,
+        t_ms: u64,
+        confidence: f64,
+        promotion_unverified: bool,
+    },
+    /// Track was lost and several moves were recovered at once.
+    Resynced { moves: Vec<Move>, t_ms: u64 },
+    /// The board shows something no legal move explains.
+    Unexplained {
+        disagreeing: Vec<Disagreement>,
+        t_ms: u64,
+    },
+    /// After an unexplained state, the board shows the position again.
+    Restored { t_ms: u64 },
+    /// The robot's move is on the board as planned.
+    RobotMoveVerified { t_ms: u64 },
+    /// The robot's move is not on the board as planned.
+    RobotMoveMismatch {
+        disagreeing: Vec<Disagreement>,
+        t_ms: u64,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum ReadKey {
+    Move(Move),
+    NoChange,
+    Unexplained,
+    Uncertain,
+}
+
+/// The move-completion tracker.
+#[derive(Debug, Clone)]
+pub struct Tracker {
+    cfg: TrackerConfig,
+    pos: Chess,
+    /// The position the robot is about to leave on the board.
+    robot_target: Option<Chess>,
+    key: Option<ReadKey>,
+    count: usize,
+    since_ms: u64,
+    reported_unexplained: bool,
+}
+
+impl Tracker {
+    pub fn new(pos: Chess, cfg: TrackerConfig) -> Tracker {
+        Tracker {
+            cfg,
+            pos,
+            robot_target: None,
+            key: None,
+            count: 0,
+            since_ms: 0,
+            reported_unexplained: false,
+        }
+    }
+
+    /// The position the tracker believes is on the board.
+    pub fn position(&self) -> &Chess {
+        &self.pos
+    }
+
+    /// Sets the position (new game, take-back, correction by a person).
+    pub fn set_position(&mut self, pos: Chess) {
+        self.pos = pos;
+        self.robot_target = None;
+        self.reset();
+    }
+
+    /// The robot is about to play `mv`: the next settled board should show it.
+    pub fn expect_robot_move(&mut self, mv: Move) {
+        let mut after = self.pos.clone();
+        after.play_unchecked(mv);
+        self.robot_target = Some(after);
+        self.reset();
+    }
+
+    fn reset(&mut self) {
+        self.key = None;
+        self.count = 0;
+        self.reported_unexplained = false;
+    }
+
+    /// Feeds one frame: `busy` when vision saw a hand, the arm or motion.
+    pub fn push(&mut self, t_ms: u64, obs: &BoardObs, busy: bool) -> Option<TrackEvent> {
+        if busy || obs.any_occluded() {
+            self.key = None;
+            self.count = 0;
+            return None;
+        }
+        if let Some(target) = self.robot_target.clone() {
+            return self.push_robot(t_ms, obs, &target);
+        }
+        let scored = score(&self.pos, obs);
+        let key = match &scored.verdict {
+            Verdict::Move { mv, .. } => ReadKey::Move(*mv),
+            Verdict::NoChange { .. } => ReadKey::NoChange,
+            Verdict::Unexplained { .. } => ReadKey::Unexplained,
+            Verdict::Uncertain => ReadKey::Uncertain,
+        };
+        if self.key.as_ref() == Some(&key) {
+            self.count += 1;
+        } else {
+            self.key = Some(key);
+            self.count = 1;
+            self.since_ms = t_ms;
+        }
+        let agreed = self.count >= self.cfg.settled_reads
+            && t_ms.saturating_sub(self.since_ms) >= self.cfg.settle_ms;
+        let held_ms = t_ms.saturating_sub(self.since_ms);
+        match scored.verdict {
+            Verdict::Move {
+                mv,
+                confidence,
+                promotion_unverified,
+            } if agreed => {
+                self.pos.play_unchecked(mv);
+                self.reset();
+                Some(TrackEvent::Move {
+                    mv,
+                    t_ms,
+                    confidence,
+                    promotion_unverified,
+                })
+            }
+            Verdict::NoChange { .. } if agreed && self.reported_unexplained => {
+                self.reset();
+                Some(TrackEvent::Restored { t_ms })
+            }
+            Verdict::Unexplained { disagreeing }
+                if !self.reported_unexplained
+                    && self.count >= self.cfg.settled_reads
+                    && held_ms >= self.cfg.unexplained_after_ms =>
+            {
+                // Missed moves (frames dropped, a quick reply)?
+                if let Some(r) = resync(&self.pos, obs, self.cfg.max_resync_plies) {
+                    for m in &r.moves {
+                        self.pos.play_unchecked(*m);
+                    }
+                    self.reset();
+                    return Some(TrackEvent::Resynced {
+                        moves: r.moves,
+                        t_ms,
+                    });
+                }
+                // Half of a legal move: the person is not done yet.
+                if held_ms < self.cfg.in_progress_patience_ms
+                    && part_of_a_legal_move(&self.pos, obs)
+                {
+                    return None;
+                }
+                self.reported_unexplained = true;
+                Some(TrackEvent::Unexplained { disagreeing, t_ms })
+            }
+            _ => None,
+        }
+    }
+
+    fn push_robot(&mut self, t_ms: u64, obs: &BoardObs, target: &Chess) -> Option<TrackEvent> {
+        let scored = score(target, obs);
+        let key = match &scored.verdict {
+            Verdict::NoChange { .. } => ReadKey::NoChange,
+            // The person already replied on top of the robot's move.
+            Verdict::Move { mv, .. } => ReadKey::Move(*mv),
+            _ => ReadKey::Unexplained,
+        };
+        if self.key.as_ref() == Some(&key) {
+            self.count += 1;
+        } else {
+            self.key = Some(key.clone());
+            self.count = 1;
+            self.since_ms = t_ms;
+        }
+        let held_ms = t_ms.saturating_sub(self.since_ms);
+        if self.count < self.cfg.settled_reads || held_ms < self.cfg.settle_ms {
+            return None;
+        }
+        match key {
+            ReadKey::NoChange | ReadKey::Move(_) => {
+                // Verified; a quick reply is picked up by the next reads
+                // against the new position.
+                self.pos = target.clone();
+                self.robot_target = None;
+                self.reset();
+                Some(TrackEvent::RobotMoveVerified { t_ms })
+            }
+            _ if held_ms >= self.cfg.unexplained_after_ms && !self.reported_unexplained => {
+                self.reported_unexplained = true;
+                Some(TrackEvent::RobotMoveMismatch {
+                    disagreeing: obs.disagreements(target.board()),
+                    t_ms,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Whether the confident readings are a partial execution of some legal
+/// move: every square that differs from the position shows what that
+/// move would leave there (a castling king moved before its rook, a
+/// captured piece lifted before the capturing one lands).
+pub fn part_of_a_legal_move(pos: &Chess, obs: &BoardObs) -> bool {
+    let differing = obs.disagreements(pos.board());
+    if differing.is_empty() {
+        return false;
+    }
+    pos.legal_moves().iter().any(|&m| {
+        let mut after = pos.clone();
+        after.play_unchecked(m);
+        let changed = changed_squares(pos.board(), after.board());
+        differing.iter().all(|d| {
+            changed.contains(&d.square)
+                && (d.seen == super::scoring::Occupant::of(after.board(), d.square)
+                    // A lifted victim: the square is empty for a moment.
+                    || d.seen == super::scoring::Occupant::Empty)
+        })
+    })
+}
+
+fn changed_squares(a: &Board, b: &Board) -> Vec<shakmaty::Square> {
+    shakmaty::Square::ALL
+        .into_iter()
+        .filter(|&sq| a.piece_at(sq) != b.piece_at(sq))
+        .collect()
+}

@@ -1,0 +1,345 @@
+//! Move recognition on observations: every special move, noise, the
+//! tracker's timing rules, illegal moves, robot verification, lost track.
+
+use chessbot::game::{parse_move, position_from_fen, uci_of};
+use chessbot::recognition::scoring::{resync, score, BoardObs, Occupant, SquareObs, Verdict};
+use chessbot::recognition::tracker::{TrackEvent, Tracker, TrackerConfig};
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+use shakmaty::{Chess, Move, Position, Square};
+
+fn after(pos: &Chess, moves: &str) -> Chess {
+    let mut p = pos.clone();
+    for m in moves.split_whitespace() {
+        let mv = parse_move(&p, m).unwrap_or_else(|e| panic!("{m}: {e}"));
+        p.play_unchecked(mv);
+    }
+    p
+}
+
+fn obs_of(pos: &Chess) -> BoardObs {
+    BoardObs::of_board(pos.board())
+}
+
+fn verdict_move(pos: &Chess, obs: &BoardObs) -> String {
+    match score(pos, obs).verdict {
+        Verdict::Move { mv, .. } => uci_of(mv),
+        v => panic!("expected a move, got {v:?}"),
+    }
+}
+
+#[test]
+fn each_kind_of_move_is_recognised_from_occupancy() {
+    let cases = [
+        (
+            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+            "Nf3",
+            "g1f3",
+        ),
+        (
+            "rnbqkbnr/ppp1pppp/8/3p4/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2",
+            "exd5",
+            "e4d5",
+        ),
+        ("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "O-O", "e1g1"),
+        ("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "O-O-O", "e1c1"),
+        ("r3k2r/8/8/8/8/8/8/R3K2R b KQkq - 0 1", "O-O", "e8g8"),
+        ("4k3/8/8/3pP3/8/8/8/4K3 w - d6 0 2", "exd6", "e5d6"),
+    ];
+    for (fen, san, uci) in cases {
+        let pos = position_from_fen(fen).unwrap();
+        assert_eq!(
+            verdict_move(&pos, &obs_of(&after(&pos, san))),
+            uci,
+            "{fen} {san}"
+        );
+    }
+}
+
+#[test]
+fn en_passant_is_not_confused_with_a_plain_pawn_move() {
+    // After exd6 e.p. the d5 pawn is gone: three squares change.
+    let pos = position_from_fen("4k3/8/8/3pP3/8/8/8/4K3 w - d6 0 2").unwrap();
+    let s = score(&pos, &obs_of(&after(&pos, "exd6")));
+    assert!(matches!(s.verdict, Verdict::Move { .. }));
+    // e6 (the plain push) would leave d5 occupied: it is far behind.
+    let push = s
+        .hypotheses
+        .iter()
+        .find(|h| h.mv.map(uci_of).as_deref() == Some("e5e6"))
+        .unwrap();
+    assert!(push.posterior < 1e-3);
+}
+
+#[test]
+fn promotion_defaults_to_queen_and_says_it_is_unverified() {
+    let pos = position_from_fen("8/4P3/8/8/8/8/k7/4K3 w - - 0 1").unwrap();
+    match score(&pos, &obs_of(&after(&pos, "e8=N"))).verdict {
+        Verdict::Move {
+            mv,
+            promotion_unverified,
+            ..
+        } => {
+            assert_eq!(uci_of(mv), "e7e8q");
+            assert!(promotion_unverified);
+        }
+        v => panic!("{v:?}"),
+    }
+}
+
+#[test]
+fn nothing_changed_and_unexplained() {
+    let pos = Chess::default();
+    assert!(matches!(
+        score(&pos, &obs_of(&pos)).verdict,
+        Verdict::NoChange { .. }
+    ));
+    // A white piece appears on e5 from nowhere, e2 still full.
+    let mut obs = obs_of(&pos);
+    obs.set(Square::E5, SquareObs::certain(Occupant::White));
+    match score(&pos, &obs).verdict {
+        Verdict::Unexplained { disagreeing } => {
+            assert_eq!(disagreeing.len(), 1);
+            assert_eq!(disagreeing[0].square, Square::E5);
+            assert_eq!(disagreeing[0].expected, Occupant::Empty);
+            assert_eq!(disagreeing[0].seen, Occupant::White);
+        }
+        v => panic!("{v:?}"),
+    }
+}
+
+/// Observations of a board with noise: each square gives its true state
+/// a probability in [floor, 1] and shares the rest at random.
+fn noisy(pos: &Chess, rng: &mut impl Rng, floor: f32) -> BoardObs {
+    let mut obs = obs_of(pos);
+    for sq in Square::ALL {
+        let truth = Occupant::of(pos.board(), sq);
+        let p_true = rng.random_range(floor..=1.0);
+        let split = rng.random_range(0.0..=1.0) * (1.0 - p_true);
+        let others: Vec<Occupant> = [Occupant::Empty, Occupant::White, Occupant::Black]
+            .into_iter()
+            .filter(|o| *o != truth)
+            .collect();
+        let mut s = SquareObs::certain(truth);
+        let set = |s: &mut SquareObs, o: Occupant, p: f32| match o {
+            Occupant::Empty => s.p_empty = p,
+            Occupant::White => s.p_white = p,
+            Occupant::Black => s.p_black = p,
+        };
+        set(&mut s, truth, p_true);
+        set(&mut s, others[0], split);
+        set(&mut s, others[1], 1.0 - p_true - split);
+        obs.set(sq, s);
+    }
+    obs
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    /// Over random positions and moves with noisy (but not confidently
+    /// wrong) square readings, a decision is either the true move or a
+    /// refusal to decide; never a wrong move.
+    #[test]
+    fn never_commits_a_wrong_move(seed in 0u64..u64::MAX) {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut pos = Chess::default();
+        for _ in 0..rng.random_range(0..60) {
+            let moves = pos.legal_moves();
+            if moves.is_empty() { break; }
+            let m = moves[rng.random_range(0..moves.len())];
+            pos.play_unchecked(m);
+        }
+        let moves = pos.legal_moves();
+        prop_assume!(!moves.is_empty());
+        let truth: Move = moves[rng.random_range(0..moves.len())];
+        let mut next = pos.clone();
+        next.play_unchecked(truth);
+        let obs = noisy(&next, &mut rng, 0.5);
+        match score(&pos, &obs).verdict {
+            Verdict::Move { mv, .. } => {
+                let mut a = pos.clone(); a.play_unchecked(mv);
+                prop_assert_eq!(a.board(), next.board(), "committed {} for {}", uci_of(mv), uci_of(truth));
+            }
+            Verdict::Uncertain => {}
+            v => prop_assert!(false, "{:?}", v),
+        }
+    }
+}
+
+// --- The tracker ---
+
+fn occluded_obs(pos: &Chess, squares: &[Square]) -> BoardObs {
+    let mut o = obs_of(pos);
+    for &sq in squares {
+        o.set(sq, SquareObs::occluded());
+    }
+    o
+}
+
+/// Feeds `n` frames at 30 fps starting at `t`; returns events and the new time.
+fn feed(tr: &mut Tracker, t: &mut u64, obs: &BoardObs, n: usize, busy: bool) -> Vec<TrackEvent> {
+    let mut ev = Vec::new();
+    for _ in 0..n {
+        *t += 33;
+        ev.extend(tr.push(*t, obs, busy));
+    }
+    ev
+}
+
+#[test]
+fn a_move_is_committed_only_after_the_hand_leaves_and_reads_agree() {
+    let start = Chess::default();
+    let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+    let mut t = 0;
+    let done = after(&start, "e4");
+    // Hand over e2/e4 while the move is made: nothing happens.
+    assert!(feed(
+        &mut tr,
+        &mut t,
+        &occluded_obs(&done, &[Square::E2, Square::E3, Square::E4]),
+        20,
+        false
+    )
+    .is_empty());
+    // Motion without a visible hand: still nothing.
+    assert!(feed(&mut tr, &mut t, &obs_of(&done), 10, true).is_empty());
+    let hand_left = t;
+    let ev = feed(&mut tr, &mut t, &obs_of(&done), 15, false);
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    match &ev[0] {
+        TrackEvent::Move { mv, t_ms, .. } => {
+            assert_eq!(uci_of(*mv), "e2e4");
+            let latency = t_ms - hand_left;
+            assert!((250..=400).contains(&latency), "latency {latency} ms");
+        }
+        e => panic!("{e:?}"),
+    }
+    assert_eq!(tr.position().board(), done.board());
+}
+
+#[test]
+fn castling_in_two_motions_is_one_move_not_a_king_move() {
+    let pos = position_from_fen("r3k2r/pppppppp/8/8/8/8/PPPPPPPP/R3K2R w KQkq - 0 1").unwrap();
+    let mut tr = Tracker::new(pos.clone(), TrackerConfig::default());
+    let mut t = 0;
+    // King to g1 first, rook still on h1, and the person pauses 3 s.
+    let mut half = obs_of(&pos);
+    half.set(Square::E1, SquareObs::certain(Occupant::Empty));
+    half.set(Square::G1, SquareObs::certain(Occupant::White));
+    assert!(feed(&mut tr, &mut t, &half, 90, false).is_empty());
+    assert!(feed(
+        &mut tr,
+        &mut t,
+        &occluded_obs(&pos, &[Square::H1, Square::G1]),
+        10,
+        false
+    )
+    .is_empty());
+    let ev = feed(&mut tr, &mut t, &obs_of(&after(&pos, "O-O")), 12, false);
+    assert!(
+        matches!(ev.as_slice(), [TrackEvent::Move { mv, .. }] if uci_of(*mv) == "e1g1"),
+        "{ev:?}"
+    );
+}
+
+#[test]
+fn an_illegal_move_is_reported_then_the_restored_board_accepted() {
+    let start = Chess::default();
+    let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+    let mut t = 0;
+    // Knight g1 to g3 (not a knight move).
+    let mut bad = obs_of(&start);
+    bad.set(Square::G1, SquareObs::certain(Occupant::Empty));
+    bad.set(Square::G3, SquareObs::certain(Occupant::White));
+    let ev = feed(&mut tr, &mut t, &bad, 60, false);
+    match ev.as_slice() {
+        [TrackEvent::Unexplained { disagreeing, .. }] => {
+            let squares: Vec<String> = disagreeing.iter().map(|d| d.square.to_string()).collect();
+            assert_eq!(squares, ["g1", "g3"]);
+        }
+        e => panic!("{e:?}"),
+    }
+    let ev = feed(&mut tr, &mut t, &obs_of(&start), 15, false);
+    assert!(
+        matches!(ev.as_slice(), [TrackEvent::Restored { .. }]),
+        "{ev:?}"
+    );
+    let ev = feed(&mut tr, &mut t, &obs_of(&after(&start, "Nf3")), 15, false);
+    assert!(
+        matches!(ev.as_slice(), [TrackEvent::Move { mv, .. }] if uci_of(*mv) == "g1f3"),
+        "{ev:?}"
+    );
+}
+
+#[test]
+fn robot_move_is_verified_and_a_quick_reply_is_not_missed() {
+    let start = after(&Chess::default(), "e4");
+    let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+    let robot = parse_move(&start, "e5").unwrap();
+    tr.expect_robot_move(robot);
+    let mut t = 0;
+    // The arm is over the board.
+    assert!(feed(
+        &mut tr,
+        &mut t,
+        &occluded_obs(&start, &[Square::E7, Square::E6, Square::E5]),
+        30,
+        false
+    )
+    .is_empty());
+    // The person replies at once: the first clear view already shows Nf3.
+    let both = after(&start, "e5 Nf3");
+    let mut ev = feed(&mut tr, &mut t, &obs_of(&both), 30, false);
+    assert!(matches!(ev.remove(0), TrackEvent::RobotMoveVerified { .. }));
+    assert!(
+        matches!(ev.as_slice(), [TrackEvent::Move { mv, .. }] if uci_of(*mv) == "g1f3"),
+        "{ev:?}"
+    );
+}
+
+#[test]
+fn robot_misplacement_is_reported_with_squares() {
+    let start = after(&Chess::default(), "e4");
+    let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+    tr.expect_robot_move(parse_move(&start, "e5").unwrap());
+    let mut t = 0;
+    // The pawn was dropped on e6 instead of e5.
+    let ev = feed(&mut tr, &mut t, &obs_of(&after(&start, "e6")), 60, false);
+    match ev.as_slice() {
+        [TrackEvent::RobotMoveMismatch { disagreeing, .. }] => {
+            let squares: Vec<String> = disagreeing.iter().map(|d| d.square.to_string()).collect();
+            assert_eq!(squares, ["e5", "e6"]);
+        }
+        e => panic!("{e:?}"),
+    }
+}
+
+#[test]
+fn lost_track_resyncs_over_several_moves() {
+    let start = Chess::default();
+    let later = after(&start, "e4 c5 Nf3 d6");
+    let r = resync(&start, &obs_of(&later), 4).expect("a clear sequence");
+    let mut p = start.clone();
+    for m in &r.moves {
+        p.play_unchecked(*m);
+    }
+    assert_eq!(p.board(), later.board());
+    // Through the tracker: the frames of all four moves were missed.
+    let mut tr = Tracker::new(start, TrackerConfig::default());
+    let mut t = 0;
+    let ev = feed(&mut tr, &mut t, &obs_of(&later), 60, false);
+    assert!(
+        matches!(ev.as_slice(), [TrackEvent::Resynced { moves, .. }] if moves.len() == 4),
+        "{ev:?}"
+    );
+}
+
+#[test]
+fn an_ambiguous_lost_track_is_not_guessed() {
+    // Two kings walk around: many four-move routes reach the same squares
+    // in different ways, but only the final board matters; a change that
+    // needs five plies is not explained within four.
+    let start = position_from_fen("4k3/8/8/8/8/8/8/4K3 w - - 0 1").unwrap();
+    let far = position_from_fen("8/8/8/4k3/8/8/8/K7 w - - 0 1").unwrap();
+    assert!(resync(&start, &obs_of(&far), 4).is_none());
+}
