@@ -132,3 +132,41 @@ pub fn journal_writer(
     }
     Ok(ExitCode::SUCCESS)
 }
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+pub fn serve(
+    mut config: chessbot::config::Config,
+    bind: Option<std::net::SocketAddr>,
+) -> anyhow::Result<ExitCode> {
+    use chessbot::service::{core::Core, http, runtime::Service, voice::Voice};
+    if let Some(b) = bind {
+        config.service.bind = b;
+        if let Err((key, value, allowed)) = config.service.check() {
+            anyhow::bail!("--bind: {key} = {value}: {allowed}");
+        }
+    }
+    let core = Core::new(config.game.clone(), false)?;
+    let voice = Voice::start(&config.service.voice_program, config.service.voice);
+    let service = Service::new(core, voice, None, None, Box::new(now_ms));
+    let access = http::Access {
+        token: config.service.token.clone(),
+        public_reads: config.service.public_reads,
+    };
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(config.service.bind)
+            .await
+            .with_context(|| format!("cannot listen on {}", config.service.bind))?;
+        tracing::info!("web interface at http://{}/", listener.local_addr()?);
+        axum::serve(listener, http::router(service, access))
+            .with_graceful_shutdown(async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await?;
+        anyhow::Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::logging::LogFormat;
+use crate::service::ServiceConfig;
 
 /// The shipped defaults, also compiled into the binary.
 pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
@@ -40,6 +41,7 @@ pub enum ConfigError {
 pub struct Config {
     pub log: LogConfig,
     pub game: GameConfig,
+    pub service: ServiceConfig,
 }
 
 /// `[log]`: how the program reports what it does.
@@ -133,6 +135,9 @@ impl Config {
                 "must be a directory path",
             ));
         }
+        if let Err((key, value, allowed)) = self.service.check() {
+            return Err(invalid(&key, value, &allowed));
+        }
         if self.game.journal_dir.as_os_str().is_empty() {
             return Err(invalid(
                 "game.journal_dir",
@@ -171,6 +176,19 @@ mod tests {
     fn bad_filter_names_the_key() {
         let err = Config::parse_str("[log]\nfilter = \"=!=\"\n", "t.toml").unwrap_err();
         assert!(err.to_string().contains("log.filter"), "{err}");
+    }
+
+    #[test]
+    fn public_bind_needs_a_token() {
+        let err = Config::parse_str("[service]\nbind = \"0.0.0.0:8080\"\n", "t.toml").unwrap_err();
+        assert!(err.to_string().contains("service.bind"), "{err}");
+        let ok = Config::parse_str(
+            "[service]\nbind = \"0.0.0.0:8080\"\ntoken = \"0123456789abcdef\"\n",
+            "t.toml",
+        );
+        assert!(ok.is_ok());
+        let short = Config::parse_str("[service]\ntoken = \"abc\"\n", "t.toml").unwrap_err();
+        assert!(short.to_string().contains("service.token"), "{short}");
     }
 
     #[test]

@@ -6,8 +6,10 @@
 //! - [`config`]: the typed configuration, parsed once.
 //! - [`game`]: the rules (on top of shakmaty), move input, PGN, the crash-safe journal.
 //! - [`recognition`]: which legal move the camera saw, and when it was complete.
+//! - [`service`]: the robot process: modes, web interface, voice.
 
 pub mod config;
 pub mod game;
 pub mod logging;
 pub mod recognition;
+pub mod service;

@@ -35,6 +35,12 @@ enum Command {
     /// Work with PGN files.
     #[command(subcommand)]
     Pgn(PgnCommand),
+    /// Run the robot service: web interface, game loop, voice.
+    Serve {
+        /// Address to bind instead of the configured one.
+        #[arg(long)]
+        bind: Option<std::net::SocketAddr>,
+    },
     /// Developer tools used by the test suite.
     #[command(subcommand, hide = true)]
     Debug(DebugCommand),
@@ -100,6 +106,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Pgn(PgnCommand::Replay { file }) => cli::pgn_replay(&file),
+        Command::Serve { bind } => cli::serve(config, bind),
         Command::Debug(DebugCommand::JournalWriter {
             path,
             seed,

@@ -1,0 +1,662 @@
+//! The robot's decisions, apart from any I/O loop: which mode, whose turn,
+//! what the person asked for, what to say. The HTTP server and the game
+//! loop are thin layers that feed commands in and show the status.
+//!
+//! Every change to the game goes through the [`GameSession`], so it is
+//! journaled before anything acts on it.
+
+use serde::{Deserialize, Serialize};
+use shakmaty::{Chess, Color, Move, Position, Role};
+
+use crate::config::GameConfig;
+use crate::game::session::{GameSession, Players, SessionError};
+use crate::game::{
+    parse_move, position_from_fen, san_of, uci_of, Claim, GameError, MoveInputError,
+};
+
+use super::voice::describe_san;
+
+/// What the robot is for in this game.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// A person plays against the engine; the arm moves the robot's pieces.
+    #[default]
+    Play,
+    /// The person gives moves on screen; the arm plays them on the board.
+    Assist,
+    /// Two people play; the camera records.
+    Record,
+}
+
+/// What the arm is doing, for the interface.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "lowercase")]
+pub enum ArmStatus {
+    /// No arm in this set-up (record mode, or none configured).
+    Absent,
+    Idle,
+    Moving {
+        mv: String,
+    },
+    /// Emergency stop or a fault: it will not move until resumed.
+    Stopped {
+        reason: String,
+    },
+}
+
+/// A new game as the interface asks for it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewGameRequest {
+    #[serde(default)]
+    pub mode: Mode,
+    /// The person's colour in play and assist mode.
+    #[serde(default = "default_color")]
+    pub color: ColorName,
+    /// Engine level 0..=20 (play mode).
+    #[serde(default = "default_level")]
+    pub level: u8,
+    /// Start position; the standard one when absent.
+    #[serde(default)]
+    pub fen: Option<String>,
+    #[serde(default)]
+    pub white: Option<String>,
+    #[serde(default)]
+    pub black: Option<String>,
+    /// In assist mode: the engine, or another person on the board.
+    #[serde(default)]
+    pub opponent: Opponent,
+}
+
+/// Who plays against the person (play and assist mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Opponent {
+    #[default]
+    Engine,
+    Person,
+}
+
+fn default_color() -> ColorName {
+    ColorName::White
+}
+
+fn default_level() -> u8 {
+    10
+}
+
+/// Highest engine level (full strength).
+pub const MAX_LEVEL: u8 = 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ColorName {
+    White,
+    Black,
+}
+
+impl From<ColorName> for Color {
+    fn from(c: ColorName) -> Color {
+        match c {
+            ColorName::White => Color::White,
+            ColorName::Black => Color::Black,
+        }
+    }
+}
+
+impl From<Color> for ColorName {
+    fn from(c: Color) -> ColorName {
+        match c {
+            Color::White => ColorName::White,
+            Color::Black => ColorName::Black,
+        }
+    }
+}
+
+/// Why a command was refused; shown to the person as it is.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error("no game is running: start a new game first")]
+    NoGame,
+    #[error(transparent)]
+    Move(#[from] MoveInputError),
+    #[error(transparent)]
+    Game(#[from] GameError),
+    #[error("{0}")]
+    Session(#[from] SessionError),
+    #[error("it is the robot's turn; wait for its move")]
+    NotYourTurn,
+    #[error("the game is paused; resume it first")]
+    Paused,
+    #[error("the arm is stopped ({0}); resume it first")]
+    ArmStopped(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// A question the robot is waiting for a person to answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Question {
+    /// Which piece the pawn on `from` promotes to on `to`.
+    Promotion { from: String, to: String },
+    /// A draw offered by `by`, waiting for the other side.
+    DrawOffer { by: ColorName },
+}
+
+/// Everything the interface shows, as one JSON object.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Status {
+    pub running: bool,
+    pub mode: Mode,
+    pub opponent: Opponent,
+    pub human: ColorName,
+    pub level: u8,
+    pub fen: String,
+    pub turn: ColorName,
+    /// SAN of every move, in order.
+    pub moves: Vec<String>,
+    pub last_move: Option<String>,
+    /// `1-0`, `0-1`, `1/2-1/2` or `*`.
+    pub result: String,
+    pub termination: Option<String>,
+    pub claimable: Vec<String>,
+    pub paused: bool,
+    pub arm: ArmStatus,
+    pub question: Option<Question>,
+    /// The last thing the robot said (also spoken).
+    pub message: String,
+    /// Engine evaluation from White's view, centipawns, when known.
+    pub eval_cp: Option<i32>,
+    pub white: String,
+    pub black: String,
+}
+
+/// Something the loop around the core must do after a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Say this aloud (and show it).
+    Say(String),
+    /// It is the engine's turn in this position.
+    ThinkFor(Color),
+    /// The arm must play this move on the board.
+    ArmPlay(Move),
+    /// Stop the arm now.
+    ArmStop,
+}
+
+/// The robot's state.
+#[derive(Debug)]
+pub struct Core {
+    cfg: GameConfig,
+    session: Option<GameSession>,
+    mode: Mode,
+    opponent: Opponent,
+    human: Color,
+    level: u8,
+    paused: bool,
+    arm: ArmStatus,
+    question: Option<Question>,
+    message: String,
+    eval_cp: Option<i32>,
+    has_arm: bool,
+}
+
+impl Core {
+    /// A core over the game directories; resumes a journaled game if any.
+    pub fn new(cfg: GameConfig, has_arm: bool) -> Result<Core, SessionError> {
+        let session = GameSession::resume(&cfg)?;
+        let mut core = Core {
+            cfg,
+            session: None,
+            mode: Mode::Play,
+            opponent: Opponent::Engine,
+            human: Color::White,
+            level: default_level(),
+            paused: false,
+            arm: if has_arm {
+                ArmStatus::Idle
+            } else {
+                ArmStatus::Absent
+            },
+            question: None,
+            message: String::new(),
+            eval_cp: None,
+            has_arm,
+        };
+        if let Some(s) = session {
+            core.message = format!(
+                "Resumed the game between {} and {} after {} moves. Please check the board.",
+                s.players().white,
+                s.players().black,
+                s.game().moves().len()
+            );
+            // Whatever was in flight is checked again before the arm moves.
+            core.paused = true;
+            core.session = Some(s);
+        }
+        Ok(core)
+    }
+
+    pub fn session(&self) -> Option<&GameSession> {
+        self.session.as_ref()
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    pub fn level(&self) -> u8 {
+        self.level
+    }
+
+    pub fn set_eval(&mut self, cp: Option<i32>) {
+        self.eval_cp = cp;
+    }
+
+    /// The current status for the interface.
+    pub fn status(&self) -> Status {
+        let (fen, turn, moves, last, result, termination, claimable, white, black) =
+            match &self.session {
+                Some(s) => {
+                    let g = s.game();
+                    let r = g.result();
+                    (
+                        g.fen(),
+                        g.turn(),
+                        g.moves().iter().map(|m| m.san.clone()).collect(),
+                        g.moves().last().map(|m| m.uci.clone()),
+                        r.map_or("*", |r| r.as_str()).to_owned(),
+                        r.map(|r| r.termination.describe().to_owned()),
+                        g.claimable()
+                            .iter()
+                            .map(|c| c.as_str().to_owned())
+                            .collect(),
+                        s.players().white.clone(),
+                        s.players().black.clone(),
+                    )
+                }
+                None => (
+                    crate::game::fen_of(&Chess::default()),
+                    Color::White,
+                    Vec::new(),
+                    None,
+                    "*".to_owned(),
+                    None,
+                    Vec::new(),
+                    String::new(),
+                    String::new(),
+                ),
+            };
+        Status {
+            running: self.session.is_some(),
+            mode: self.mode,
+            opponent: self.opponent,
+            human: self.human.into(),
+            level: self.level,
+            fen,
+            turn: turn.into(),
+            moves,
+            last_move: last,
+            result,
+            termination,
+            claimable,
+            paused: self.paused,
+            arm: self.arm.clone(),
+            question: self.question.clone(),
+            message: self.message.clone(),
+            eval_cp: self.eval_cp,
+            white,
+            black,
+        }
+    }
+
+    fn say(&mut self, text: String, effects: &mut Vec<Effect>) {
+        self.message = text.clone();
+        effects.push(Effect::Say(text));
+    }
+
+    /// Starts a new game (finishing and archiving any running one).
+    pub fn new_game(
+        &mut self,
+        req: NewGameRequest,
+        now_ms: i64,
+    ) -> Result<Vec<Effect>, CommandError> {
+        if req.level > MAX_LEVEL {
+            return Err(CommandError::Invalid(format!(
+                "level {} is out of range: 0 (beginner) to {MAX_LEVEL} (full strength)",
+                req.level
+            )));
+        }
+        let start = match &req.fen {
+            Some(f) if !f.trim().is_empty() => position_from_fen(f)?,
+            _ => Chess::default(),
+        };
+        if req.mode == Mode::Assist && !self.has_arm {
+            return Err(CommandError::Invalid(
+                "assist mode needs an arm to play the moves on the board".into(),
+            ));
+        }
+        let mut effects = Vec::new();
+        if let Some(old) = self.session.take() {
+            let path = old.finish()?;
+            tracing::info!(pgn = %path.display(), "previous game archived");
+        }
+        let human: Color = req.color.into();
+        let (white, black) = match req.mode {
+            Mode::Record => ("White".to_owned(), "Black".to_owned()),
+            _ if human == Color::White => ("Human".to_owned(), "chessbot".to_owned()),
+            _ => ("chessbot".to_owned(), "Human".to_owned()),
+        };
+        let players = Players {
+            white: req.white.clone().unwrap_or(white),
+            black: req.black.clone().unwrap_or(black),
+        };
+        let session = GameSession::start(&self.cfg, players, start, now_ms)?;
+        self.session = Some(session);
+        self.mode = req.mode;
+        self.opponent = if req.mode == Mode::Play {
+            Opponent::Engine
+        } else {
+            req.opponent
+        };
+        self.human = human;
+        self.level = req.level;
+        self.paused = false;
+        self.question = None;
+        self.eval_cp = None;
+        if self.has_arm {
+            self.arm = ArmStatus::Idle;
+        }
+        self.say("New game. Good luck!".into(), &mut effects);
+        self.after_move(&mut effects);
+        Ok(effects)
+    }
+
+    fn running(&mut self) -> Result<&mut GameSession, CommandError> {
+        self.session.as_mut().ok_or(CommandError::NoGame)
+    }
+
+    /// Whether the side to move is played by the engine.
+    fn engine_to_move(&self) -> bool {
+        match &self.session {
+            Some(s) => {
+                self.mode != Mode::Record
+                    && self.opponent == Opponent::Engine
+                    && s.game().turn() != self.human
+            }
+            None => false,
+        }
+    }
+
+    fn after_move(&mut self, effects: &mut Vec<Effect>) {
+        let Some(s) = &self.session else { return };
+        if let Some(r) = s.game().result() {
+            let text = match r.outcome.winner() {
+                Some(Color::White) => format!("White wins by {}.", r.termination.describe()),
+                Some(Color::Black) => format!("Black wins by {}.", r.termination.describe()),
+                None => format!("Draw: {}.", r.termination.describe()),
+            };
+            self.say(text, effects);
+            return;
+        }
+        if self.engine_to_move() && !self.paused {
+            effects.push(Effect::ThinkFor(s.game().turn()));
+        }
+    }
+
+    /// A move typed or clicked by a person (assist and record mode, and
+    /// play mode when the camera is not used). Promotions without a piece
+    /// ask which piece.
+    pub fn human_move(&mut self, text: &str, now_ms: i64) -> Result<Vec<Effect>, CommandError> {
+        if self.paused {
+            return Err(CommandError::Paused);
+        }
+        if self.engine_to_move() {
+            return Err(CommandError::NotYourTurn);
+        }
+        if let ArmStatus::Stopped { reason } = &self.arm {
+            if self.mode == Mode::Assist {
+                return Err(CommandError::ArmStopped(reason.clone()));
+            }
+        }
+        let s = self.running()?;
+        let pos = s.game().position().clone();
+        let mv = match parse_move(&pos, text) {
+            Ok(m) => m,
+            Err(MoveInputError::Illegal { .. }) if needs_promotion_piece(&pos, text) => {
+                let (from, to) = (text.trim()[..2].to_owned(), text.trim()[2..4].to_owned());
+                self.question = Some(Question::Promotion { from, to });
+                let mut effects = Vec::new();
+                self.say("Which piece should the pawn become?".into(), &mut effects);
+                return Ok(effects);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        self.play(mv, now_ms, self.mode == Mode::Assist)
+    }
+
+    /// Answers a promotion question.
+    pub fn choose_promotion(
+        &mut self,
+        role: Role,
+        now_ms: i64,
+    ) -> Result<Vec<Effect>, CommandError> {
+        let Some(Question::Promotion { from, to }) = self.question.clone() else {
+            return Err(CommandError::Invalid(
+                "no promotion is waiting for a piece".into(),
+            ));
+        };
+        self.question = None;
+        self.human_move(&format!("{from}{to}{}", role.char()), now_ms)
+    }
+
+    /// Plays a move for whoever is to move; `by_arm` when the arm must
+    /// put it on the board.
+    pub fn play(
+        &mut self,
+        mv: Move,
+        now_ms: i64,
+        by_arm: bool,
+    ) -> Result<Vec<Effect>, CommandError> {
+        let s = self.running()?;
+        let before = s.game().position().clone();
+        let san = san_of(&before, mv);
+        s.play(mv, Some(now_ms), None, None)?;
+        self.question = None;
+        let mut effects = Vec::new();
+        if by_arm && self.has_arm {
+            self.arm = ArmStatus::Moving { mv: uci_of(mv) };
+            effects.push(Effect::ArmPlay(mv));
+        }
+        self.say(describe_san(&san), &mut effects);
+        self.after_move(&mut effects);
+        Ok(effects)
+    }
+
+    /// The engine's reply arrived.
+    pub fn engine_move(
+        &mut self,
+        mv: Move,
+        eval_cp: Option<i32>,
+        now_ms: i64,
+    ) -> Result<Vec<Effect>, CommandError> {
+        if !self.engine_to_move() {
+            return Err(CommandError::Invalid("the engine is not to move".into()));
+        }
+        self.eval_cp = eval_cp;
+        self.play(mv, now_ms, true)
+    }
+
+    /// The arm finished putting a move on the board.
+    pub fn arm_done(&mut self) {
+        if matches!(self.arm, ArmStatus::Moving { .. }) {
+            self.arm = ArmStatus::Idle;
+        }
+    }
+
+    /// The arm failed: stop, keep the game, say what happened.
+    pub fn arm_failed(&mut self, reason: String) -> Vec<Effect> {
+        let mut effects = vec![Effect::ArmStop];
+        self.arm = ArmStatus::Stopped {
+            reason: reason.clone(),
+        };
+        self.paused = true;
+        self.say(
+            format!(
+                "The arm stopped: {reason}. The game is saved. Fix the problem, then press resume."
+            ),
+            &mut effects,
+        );
+        effects
+    }
+
+    pub fn take_back(&mut self) -> Result<Vec<Effect>, CommandError> {
+        let s = self.running()?;
+        let undone = s.take_back()?;
+        let mut effects = Vec::new();
+        self.say(
+            format!("Took back {}. Please put the piece back.", undone.san),
+            &mut effects,
+        );
+        Ok(effects)
+    }
+
+    pub fn resign(&mut self) -> Result<Vec<Effect>, CommandError> {
+        let (human, mode) = (self.human, self.mode);
+        let s = self.running()?;
+        let loser = if mode == Mode::Record {
+            s.game().turn()
+        } else {
+            human
+        };
+        s.resign(loser)?;
+        let mut effects = Vec::new();
+        self.after_move(&mut effects);
+        Ok(effects)
+    }
+
+    /// A draw offer from the side to move (record) or the person (play).
+    pub fn offer_draw(&mut self) -> Result<Vec<Effect>, CommandError> {
+        let human = self.human;
+        let mode = self.mode;
+        let s = self.running()?;
+        s.game()
+            .result()
+            .map_or(Ok(()), |r| Err(GameError::Over(r.termination.describe())))?;
+        let by = if mode == Mode::Record {
+            s.game().turn()
+        } else {
+            human
+        };
+        self.question = Some(Question::DrawOffer { by: by.into() });
+        let mut effects = Vec::new();
+        self.say("A draw is offered.".into(), &mut effects);
+        Ok(effects)
+    }
+
+    /// Accepts a pending draw offer.
+    pub fn accept_draw(&mut self) -> Result<Vec<Effect>, CommandError> {
+        if !matches!(self.question, Some(Question::DrawOffer { .. })) {
+            return Err(CommandError::Invalid("no draw offer is waiting".into()));
+        }
+        self.question = None;
+        self.running()?.agree_draw()?;
+        let mut effects = Vec::new();
+        self.after_move(&mut effects);
+        Ok(effects)
+    }
+
+    /// The engine's answer to a draw offer: it accepts when it does not
+    /// think it is better (eval from its side at most this many centipawns).
+    pub fn engine_answers_draw(&mut self) -> Result<Vec<Effect>, CommandError> {
+        /// A quarter pawn: inside the noise of a short search.
+        const ACCEPT_DRAW_BELOW_CP: i32 = 25;
+        let engine_color = !self.human;
+        let eval_for_engine = self.eval_cp.map(|cp| {
+            if engine_color == Color::White {
+                cp
+            } else {
+                -cp
+            }
+        });
+        if eval_for_engine.is_some_and(|cp| cp <= ACCEPT_DRAW_BELOW_CP) {
+            self.accept_draw()
+        } else {
+            self.question = None;
+            let mut effects = Vec::new();
+            self.say(
+                "The robot declines the draw and plays on.".into(),
+                &mut effects,
+            );
+            Ok(effects)
+        }
+    }
+
+    pub fn claim_draw(&mut self, claim: Claim) -> Result<Vec<Effect>, CommandError> {
+        self.running()?.claim_draw(claim)?;
+        let mut effects = Vec::new();
+        self.after_move(&mut effects);
+        Ok(effects)
+    }
+
+    pub fn pause(&mut self) -> Vec<Effect> {
+        self.paused = true;
+        let mut effects = Vec::new();
+        self.say("Paused.".into(), &mut effects);
+        effects
+    }
+
+    pub fn resume(&mut self) -> Vec<Effect> {
+        self.paused = false;
+        if let ArmStatus::Stopped { .. } = self.arm {
+            self.arm = ArmStatus::Idle;
+        }
+        let mut effects = Vec::new();
+        self.say("Resumed.".into(), &mut effects);
+        self.after_move(&mut effects);
+        effects
+    }
+
+    /// The big red button.
+    pub fn emergency_stop(&mut self) -> Vec<Effect> {
+        let mut effects = vec![Effect::ArmStop];
+        if self.has_arm {
+            self.arm = ArmStatus::Stopped {
+                reason: "emergency stop".into(),
+            };
+        }
+        self.paused = true;
+        self.say(
+            "Emergency stop. The arm will not move until you press resume.".into(),
+            &mut effects,
+        );
+        effects
+    }
+
+    /// Finishes the running game: writes its PGN to the games directory.
+    pub fn finish(&mut self) -> Result<Option<std::path::PathBuf>, CommandError> {
+        match self.session.take() {
+            Some(s) => Ok(Some(s.finish()?)),
+            None => Ok(None),
+        }
+    }
+}
+
+/// A pawn move to the last rank typed without a piece (`e7e8`, `e8`).
+fn needs_promotion_piece(pos: &Chess, text: &str) -> bool {
+    let t = text.trim();
+    if t.len() != 4 {
+        return false;
+    }
+    let (Ok(from), Ok(to)) = (
+        t[..2].parse::<shakmaty::Square>(),
+        t[2..4].parse::<shakmaty::Square>(),
+    ) else {
+        return false;
+    };
+    pos.legal_moves()
+        .iter()
+        .any(|m| m.from() == Some(from) && m.to() == to && m.is_promotion())
+}

@@ -1,0 +1,172 @@
+//! The running robot: the [`Core`] behind a lock, the effects it asks for
+//! carried out on worker threads (engine search, arm motion, speech), and
+//! every change broadcast to the web page.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use shakmaty::{Chess, Move};
+use tokio::sync::broadcast;
+
+use super::core::{Core, Effect, Status};
+use super::voice::Voice;
+use crate::game::Game;
+
+/// Whatever chooses the robot's moves (the built-in engine or a UCI engine).
+pub trait MoveChooser: Send + 'static {
+    /// The move to play in the game's current position at `level` (0..=20),
+    /// with an evaluation in centipawns from White's side when known.
+    fn choose(&mut self, game: &Game, level: u8) -> Result<(Move, Option<i32>), String>;
+}
+
+/// Whatever puts moves on the physical (or simulated) board.
+pub trait MovePlayer: Send + 'static {
+    /// Plays `mv` from position `before`; returns when the pieces are placed.
+    fn play(&mut self, before: &Chess, mv: Move) -> Result<(), String>;
+    /// Stops motion at once (emergency stop).
+    fn stop(&mut self);
+}
+
+/// Shared state of the running service.
+pub struct Service {
+    core: Mutex<Core>,
+    updates: broadcast::Sender<Status>,
+    voice: Voice,
+    chooser: Option<Mutex<Box<dyn MoveChooser>>>,
+    player: Option<Mutex<Box<dyn MovePlayer>>>,
+    now: Box<dyn Fn() -> i64 + Send + Sync>,
+}
+
+impl Service {
+    pub fn new(
+        core: Core,
+        voice: Voice,
+        chooser: Option<Box<dyn MoveChooser>>,
+        player: Option<Box<dyn MovePlayer>>,
+        now: Box<dyn Fn() -> i64 + Send + Sync>,
+    ) -> Arc<Service> {
+        let (updates, _) = broadcast::channel(64);
+        Arc::new(Service {
+            core: Mutex::new(core),
+            updates,
+            voice,
+            chooser: chooser.map(Mutex::new),
+            player: player.map(Mutex::new),
+            now,
+        })
+    }
+
+    /// The clock used for move timestamps (injected: tests and the
+    /// simulator control it).
+    pub fn now_ms(&self) -> i64 {
+        (self.now)()
+    }
+
+    /// Locks the core. A panic while holding it would poison the lock;
+    /// the core's state is still consistent (every change is journaled
+    /// first), so the lock is taken back rather than failing forever.
+    pub fn core(&self) -> MutexGuard<'_, Core> {
+        self.core.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn status(&self) -> Status {
+        self.core().status()
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Status> {
+        self.updates.subscribe()
+    }
+
+    /// Publishes the status and carries out the effects of a command.
+    pub fn apply(self: &Arc<Self>, effects: Vec<Effect>) {
+        let _ = self.updates.send(self.status());
+        for e in effects {
+            match e {
+                Effect::Say(text) => self.voice.say(&text),
+                Effect::ArmStop => {
+                    if let Some(p) = &self.player {
+                        p.lock().unwrap_or_else(|p| p.into_inner()).stop();
+                    }
+                }
+                Effect::ThinkFor(_) => {
+                    let me = self.clone();
+                    std::thread::spawn(move || me.think());
+                }
+                Effect::ArmPlay(mv) => {
+                    let me = self.clone();
+                    std::thread::spawn(move || me.arm_play(mv));
+                }
+            }
+        }
+    }
+
+    fn think(self: Arc<Self>) {
+        let Some(chooser) = &self.chooser else {
+            let effects = self
+                .core()
+                .arm_failed("no engine is configured to choose the robot's moves".into());
+            self.apply(effects);
+            return;
+        };
+        let (game, level) = {
+            let core = self.core();
+            match core.session() {
+                Some(s) => (s.game().clone(), core.level()),
+                None => return,
+            }
+        };
+        let choice = chooser
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .choose(&game, level);
+        let effects = match choice {
+            Ok((mv, eval)) => {
+                let mut core = self.core();
+                // The game may have changed while thinking (take-back, new game).
+                let same = core.session().is_some_and(|s| {
+                    s.game().fen() == game.fen() && s.game().moves().len() == game.moves().len()
+                });
+                if !same {
+                    return;
+                }
+                match core.engine_move(mv, eval, self.now_ms()) {
+                    Ok(e) => e,
+                    Err(e) => core.arm_failed(format!("the engine's move was refused: {e}")),
+                }
+            }
+            Err(e) => self.core().arm_failed(format!("the engine failed: {e}")),
+        };
+        self.apply(effects);
+    }
+
+    fn arm_play(self: Arc<Self>, mv: Move) {
+        let before = {
+            let core = self.core();
+            let Some(s) = core.session() else { return };
+            // The move is already in the game: the position before it is
+            // the game without its last move.
+            let mut g = s.game().clone();
+            if g.take_back().is_err() {
+                return;
+            }
+            g.position().clone()
+        };
+        let result = match &self.player {
+            Some(p) => p
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .play(&before, mv),
+            None => Ok(()),
+        };
+        let effects = {
+            let mut core = self.core();
+            match result {
+                Ok(()) => {
+                    core.arm_done();
+                    Vec::new()
+                }
+                Err(e) => core.arm_failed(e),
+            }
+        };
+        self.apply(effects);
+    }
+}
