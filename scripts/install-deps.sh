@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   libopencv-dev clang libclang-dev pkg-config libv4l-dev libudev-dev
-  stockfish espeak-ng python3
+  g++ stockfish espeak-ng
 )
 
 missing=()
@@ -13,15 +13,21 @@ for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 if ((${#missing[@]})); then
   echo "installing: ${missing[*]}" >&2
-  SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+  export PATH="$HOME/.cargo/bin:$PATH"
+fi
 if ! command -v cargo >/dev/null 2>&1; then
-  echo "cargo not found: install Rust 1.95 or newer (https://rustup.rs) and re-run" >&2
-  exit 1
+  # Debian's own rustc (1.63) is too old; install the pinned toolchain with rustup.
+  echo "installing Rust 1.95 with rustup" >&2
+  command -v curl >/dev/null 2>&1 || { $SUDO apt-get install -y -qq curl ca-certificates >/dev/null; }
+  curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal --default-toolchain 1.95.0 -c rustfmt,clippy
+  export PATH="$HOME/.cargo/bin:$PATH"
 fi
