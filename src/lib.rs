@@ -4,8 +4,10 @@
 //! thin adapters that open files, ports and cameras sit at their edges.
 //!
 //! - [`config`]: the typed configuration, parsed once.
+//! - [`engine`]: the built-in search, UCI engine mode, external UCI engine client, match runner.
 //! - [`game`]: the rules (on top of shakmaty), move input, PGN, the crash-safe journal.
 
 pub mod config;
+pub mod engine;
 pub mod game;
 pub mod logging;
