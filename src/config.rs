@@ -40,6 +40,7 @@ pub enum ConfigError {
 pub struct Config {
     pub log: LogConfig,
     pub game: GameConfig,
+    pub engine: crate::engine::EngineConfig,
 }
 
 /// `[log]`: how the program reports what it does.
@@ -139,6 +140,9 @@ impl Config {
                 "\"\"".into(),
                 "must be a directory path",
             ));
+        }
+        if let Err((key, value, allowed)) = self.engine.check() {
+            return Err(invalid(key, value, allowed));
         }
         Ok(())
     }

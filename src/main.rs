@@ -30,6 +30,8 @@ struct Cli {
 enum Command {
     /// Check the configuration and print it.
     Config,
+    /// Run the built-in engine as a UCI engine on stdin/stdout.
+    Uci,
 }
 
 fn main() -> ExitCode {
@@ -57,11 +59,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     } else {
         config.log.format
     };
+    if matches!(cli.command, Command::Uci) {
+        // UCI owns stdout; logs would corrupt the protocol, so none are set up.
+        let stdin = std::io::stdin().lock();
+        chessbot::engine::uci::serve(&config.engine, stdin, std::io::stdout())
+            .context("UCI session failed")?;
+        return Ok(ExitCode::SUCCESS);
+    }
     logging::init(format, &config.log.filter);
     match cli.command {
         Command::Config => {
             println!("{config:#?}");
             Ok(ExitCode::SUCCESS)
         }
+        Command::Uci => Ok(ExitCode::SUCCESS),
     }
 }

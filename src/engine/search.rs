@@ -129,8 +129,9 @@ impl Limits {
         }
         let floor = Duration::from_millis(1);
         if let Some(mt) = self.movetime {
+            // A fixed time per move is used in full: iterate until it is over.
             let t = mt.saturating_sub(overhead).max(floor);
-            return (Some(t), Some(t));
+            return (None, Some(t));
         }
         let (time, inc) = match turn {
             shakmaty::Color::White => (self.wtime, self.winc),
