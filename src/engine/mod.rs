@@ -6,12 +6,14 @@
 //! - [`tt`]: the transposition table.
 //! - [`strength`]: levels 0..=20 and UCI_Elo for people.
 //! - [`uci`]: the UCI protocol of `chessbot uci`.
+//! - [`uci_client`]: a robust client for external UCI engines.
 
 pub mod eval;
 pub mod search;
 pub mod strength;
 pub mod tt;
 pub mod uci;
+pub mod uci_client;
 
 pub use search::{Clock, Limits, MonotonicClock, SearchInfo, SearchResult, Searcher};
 
