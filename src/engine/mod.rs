@@ -1,14 +1,18 @@
 //! The chess engine: a built-in search, a UCI front end and a client for
 //! external UCI engines.
 //!
+//! - [`bench`]: search speed on fixed positions.
 //! - [`eval`]: the static evaluation (tapered PeSTO tables and friends).
 //! - [`search`]: iterative deepening PVS with TT, quiescence and pruning.
 //! - [`tt`]: the transposition table.
 //! - [`strength`]: levels 0..=20 and UCI_Elo for people.
 //! - [`uci`]: the UCI protocol of `chessbot uci`.
 //! - [`uci_client`]: a robust client for external UCI engines.
+//! - [`matches`]: the match runner (score, Elo, PGN).
 
+pub mod bench;
 pub mod eval;
+pub mod matches;
 pub mod search;
 pub mod strength;
 pub mod tt;
