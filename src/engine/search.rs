@@ -356,6 +356,10 @@ impl Searcher {
         self.move_overhead = overhead;
     }
 
+    pub fn move_overhead(&self) -> Duration {
+        self.move_overhead
+    }
+
     /// Resizes (and clears) the transposition table.
     pub fn set_hash_mb(&mut self, mb: usize) {
         self.tt = TransTable::new(mb);

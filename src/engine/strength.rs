@@ -7,6 +7,8 @@
 //! level's margin is ever played. So weak levels miss tactics and prefer
 //! plausible moves; they never play random moves.
 
+use std::time::Duration;
+
 use rand::Rng;
 use shakmaty::{Chess, Move, Position};
 
@@ -114,18 +116,32 @@ pub fn search_at_level<R: Rng>(
     let Some(params) = level_params(level) else {
         return searcher.search(pos, history, limits, on_info);
     };
+    // One time budget for the whole job (net of the move overhead): half for
+    // the main search, the rest shared by the root moves' searches.
+    let overhead = searcher.move_overhead();
+    let budget = limits.time_budget(pos.turn(), overhead).1;
     let mut limited = limits.clone();
     limited.depth = Some(limits.depth.unwrap_or(u32::MAX).min(params.max_depth));
     limited.nodes = Some(limits.nodes.unwrap_or(u64::MAX).min(params.max_nodes));
     limited.infinite = false;
+    if let Some(b) = budget {
+        limited.movetime = Some(b / 2);
+        limited.wtime = None;
+        limited.btime = None;
+    }
+    searcher.set_move_overhead(Duration::ZERO);
     let mut result = searcher.search(pos, history, &limited, on_info);
     let legal = pos.legal_moves();
     if legal.len() < 2 {
+        searcher.set_move_overhead(overhead);
         return result;
     }
     // Score every root move at the depth the main search reached.
     let depth = result.depth.max(1);
     let per_move_nodes = (params.max_nodes / legal.len() as u64).max(50);
+    let per_move_time = budget.map(|b| {
+        (b.saturating_sub(result.time) / legal.len() as u32).max(Duration::from_millis(1))
+    });
     let mut scored = Vec::with_capacity(legal.len());
     for &m in legal.iter() {
         if searcher
@@ -137,12 +153,17 @@ pub fn search_at_level<R: Rng>(
         let one = Limits {
             depth: Some(depth),
             nodes: Some(per_move_nodes),
+            movetime: per_move_time,
             searchmoves: vec![m],
-            ..limited.clone()
+            ..Limits::default()
         };
         let r = searcher.search(pos, history, &one, &mut |_| {});
-        scored.push((m, r.score));
+        // A search cut off before its first iteration has no real score.
+        if r.depth >= 1 {
+            scored.push((m, r.score));
+        }
     }
+    searcher.set_move_overhead(overhead);
     if let Some(m) = choose_weighted(&scored, &params, rng) {
         if Some(m) != result.best_move {
             result.best_move = Some(m);
@@ -251,6 +272,47 @@ mod tests {
             let m = r.best_move.unwrap();
             assert_eq!(m.to_uci(CastlingMode::Standard).to_string(), "a1a8");
         }
+    }
+
+    /// A clock that advances 1 ms each time it is read, shared with the test.
+    #[derive(Clone)]
+    struct TickingClock(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+    impl crate::engine::Clock for TickingClock {
+        fn now(&self) -> Duration {
+            Duration::from_millis(self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+        }
+    }
+
+    #[test]
+    fn weakened_search_stays_within_the_move_time() {
+        let ticks = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let clock = TickingClock(ticks.clone());
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut s = Searcher::new(1, stop, Box::new(clock));
+        s.set_move_overhead(Duration::from_millis(10));
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let limits = Limits::movetime(Duration::from_millis(200));
+        let r = search_at_level(
+            &mut s,
+            &Chess::default(),
+            &[],
+            &limits,
+            19,
+            &mut rng,
+            &mut |_| {},
+        );
+        assert!(r.best_move.is_some());
+        let used = ticks.load(std::sync::atomic::Ordering::Relaxed);
+        // This clock also ticks on reads that are not waits, so allow twice
+        // the budget; giving every root move the full move time (the bug
+        // this guards against) would take over 20 times as long.
+        assert!(used <= 2 * 200, "used {used} ms of 200");
+        assert_eq!(
+            s.move_overhead(),
+            Duration::from_millis(10),
+            "overhead restored"
+        );
     }
 
     #[test]
