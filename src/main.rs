@@ -163,7 +163,12 @@ fn run_match(config: &Config, args: &MatchArgs) -> anyhow::Result<ExitCode> {
         tally.losses
     );
     if let Some((elo, err)) = tally.elo() {
-        println!("Elo difference A-B: {elo:+.0} +/- {err:.0} (95%)");
+        if tally.wins + tally.draws == 0 || tally.losses + tally.draws == 0 {
+            // A 0% or 100% score has no finite Elo; the clamped figure is only a bound.
+            println!("Elo difference A-B: beyond {elo:+.0} (one side scored every point)");
+        } else {
+            println!("Elo difference A-B: {elo:+.0} +/- {err:.0} (95%)");
+        }
     }
     let failures = a.failures() + b.failures();
     if failures > 0 {
