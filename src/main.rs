@@ -66,7 +66,7 @@ enum BenchCommand {
     /// Built-in engine: nodes per second and time to depth on fixed positions.
     Engine {
         /// Depth searched in every position.
-        #[arg(long, default_value_t = 9)]
+        #[arg(long, default_value_t = 12)]
         depth: u32,
     },
 }

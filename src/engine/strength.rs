@@ -51,12 +51,14 @@ pub fn level_params(level: u8) -> Option<LevelParams> {
     })
 }
 
-/// Approximate Elo of each level (index = level). Points marked in
-/// docs/engine.md were measured with the match runner against Stockfish
-/// UCI_Elo; the rest are interpolated.
+/// Approximate Elo of each level (index = level), on Debian Stockfish
+/// 15.1's UCI_Elo scale at 0.1 s per move. Measured (20-game matches, see
+/// docs/engine.md): level 20 ~2000, 15 ~1500, 12 ~1200, 10 ~840, 8 ~600;
+/// other levels are interpolated, and levels 0-5 (measured only against
+/// each other, far below Stockfish's 1350 floor) are a rough extrapolation.
 pub const LEVEL_ELO: [u32; 21] = [
-    600, 700, 800, 900, 1000, 1100, 1200, 1300, 1400, 1500, 1600, 1650, 1700, 1750, 1800, 1850,
-    1900, 1950, 2000, 2050, 2400,
+    250, 280, 310, 340, 370, 400, 470, 540, 600, 720, 840, 1020, 1200, 1300, 1400, 1500, 1600,
+    1700, 1800, 1900, 2000,
 ];
 
 /// Lowest and highest UCI_Elo we accept.
