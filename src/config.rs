@@ -42,6 +42,7 @@ pub struct Config {
     pub log: LogConfig,
     pub game: GameConfig,
     pub service: ServiceConfig,
+    pub engine: crate::engine::EngineConfig,
 }
 
 /// `[log]`: how the program reports what it does.
@@ -144,6 +145,9 @@ impl Config {
                 "\"\"".into(),
                 "must be a directory path",
             ));
+        }
+        if let Err((key, value, allowed)) = self.engine.check() {
+            return Err(invalid(key, value, allowed));
         }
         Ok(())
     }

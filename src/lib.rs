@@ -4,11 +4,13 @@
 //! thin adapters that open files, ports and cameras sit at their edges.
 //!
 //! - [`config`]: the typed configuration, parsed once.
+//! - [`engine`]: the built-in search, UCI engine mode, external UCI engine client, match runner.
 //! - [`game`]: the rules (on top of shakmaty), move input, PGN, the crash-safe journal.
 //! - [`recognition`]: which legal move the camera saw, and when it was complete.
 //! - [`service`]: the robot process: modes, web interface, voice.
 
 pub mod config;
+pub mod engine;
 pub mod game;
 pub mod logging;
 pub mod recognition;

@@ -10,6 +10,7 @@ use chessbot::config::Config;
 use chessbot::logging::{self, LogFormat};
 
 mod cli;
+mod engine_cli;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -41,6 +42,13 @@ enum Command {
         #[arg(long)]
         bind: Option<std::net::SocketAddr>,
     },
+    /// Run the built-in engine as a UCI engine on stdin/stdout.
+    Uci,
+    /// Play engines against each other: score, Elo difference, PGN.
+    Match(engine_cli::MatchArgs),
+    /// Measure performance.
+    #[command(subcommand)]
+    Bench(BenchCommand),
     /// Developer tools used by the test suite.
     #[command(subcommand, hide = true)]
     Debug(DebugCommand),
@@ -53,6 +61,16 @@ enum PgnCommand {
     Replay {
         /// The PGN file (`-` for standard input).
         file: PathBuf,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// Built-in engine: nodes per second and time to depth on fixed positions.
+    Engine {
+        /// Depth searched in every position.
+        #[arg(long, default_value_t = 12)]
+        depth: u32,
     },
 }
 
@@ -99,6 +117,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     } else {
         config.log.format
     };
+    if matches!(cli.command, Command::Uci) {
+        // UCI owns stdout; logs would corrupt the protocol, so none are set up.
+        return engine_cli::uci(&config);
+    }
     logging::init(format, &config.log.filter);
     match cli.command {
         Command::Config => {
@@ -107,6 +129,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Pgn(PgnCommand::Replay { file }) => cli::pgn_replay(&file),
         Command::Serve { bind } => cli::serve(config, bind),
+        Command::Uci => engine_cli::uci(&config),
+        Command::Match(args) => engine_cli::run_match(&config, &args),
+        Command::Bench(BenchCommand::Engine { depth }) => {
+            engine_cli::bench_engine(&config, depth);
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Debug(DebugCommand::JournalWriter {
             path,
             seed,
