@@ -5,7 +5,11 @@
 //!
 //! - [`config`]: the typed configuration, parsed once.
 //! - [`game`]: the rules (on top of shakmaty), move input, PGN, the crash-safe journal.
+//! - [`arm`]: the robot arm: servo bus, kinematics, board placement, move planning, safety.
+//! - [`sim`]: simulated hardware (the servo bus on a pseudo-terminal) for tests and demos.
 
+pub mod arm;
 pub mod config;
 pub mod game;
 pub mod logging;
+pub mod sim;

@@ -1,0 +1,10 @@
+//! The robot arm: an SO-101 (or SO-100) of Feetech STS3215 servos on a serial bus.
+//!
+//! - [`feetech`]: the servo protocol, sans IO (bytes in, bytes out).
+//! - [`bus`]: the adapter that runs the protocol over a serial port, with
+//!   deadlines, retries and typed errors.
+//! - [`clock`]: injected time, so waiting and simulated motion are testable.
+
+pub mod bus;
+pub mod clock;
+pub mod feetech;
