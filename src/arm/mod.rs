@@ -4,7 +4,9 @@
 //! - [`bus`]: the adapter that runs the protocol over a serial port, with
 //!   deadlines, retries and typed errors.
 //! - [`clock`]: injected time, so waiting and simulated motion are testable.
+//! - [`model`]: the kinematic model (from `config/arms/*.toml`), FK and analytic IK.
 
 pub mod bus;
 pub mod clock;
 pub mod feetech;
+pub mod model;
