@@ -40,6 +40,7 @@ pub enum ConfigError {
 pub struct Config {
     pub log: LogConfig,
     pub game: GameConfig,
+    pub arm: crate::arm::config::ArmConfig,
 }
 
 /// `[log]`: how the program reports what it does.
@@ -140,6 +141,7 @@ impl Config {
                 "must be a directory path",
             ));
         }
+        self.arm.validate(origin)?;
         Ok(())
     }
 }

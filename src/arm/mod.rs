@@ -5,8 +5,14 @@
 //!   deadlines, retries and typed errors.
 //! - [`clock`]: injected time, so waiting and simulated motion are testable.
 //! - [`model`]: the kinematic model (from `config/arms/*.toml`), FK and analytic IK.
+//! - [`calibration`]: LeRobot's servo calibration JSON, steps <-> radians.
+//! - [`config`]: the `[arm]` configuration section.
+//! - [`board`]: the board and its side slots in the arm frame; board-to-arm fit.
 
+pub mod board;
 pub mod bus;
+pub mod calibration;
 pub mod clock;
+pub mod config;
 pub mod feetech;
 pub mod model;
