@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
+use chessbot::arm::audit;
+use chessbot::arm::setup::ArmSetup;
 use chessbot::config::Config;
 use chessbot::logging::{self, LogFormat};
 
@@ -30,6 +32,19 @@ struct Cli {
 enum Command {
     /// Check the configuration and print it.
     Config,
+    /// The robot arm: reach audit, move plans, running moves, benchmarks.
+    #[command(subcommand)]
+    Arm(ArmCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum ArmCommand {
+    /// Can the arm reach every square, graveyard and reserve slot? Non-zero exit if not.
+    Audit {
+        /// Print the full report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -62,6 +77,29 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Config => {
             println!("{config:#?}");
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Arm(cmd) => run_arm(&config, cmd),
+    }
+}
+
+fn run_arm(config: &Config, cmd: ArmCommand) -> anyhow::Result<ExitCode> {
+    let setup = ArmSetup::load(&config.arm).context("cannot set up the arm")?;
+    for note in &setup.notes {
+        tracing::warn!("{note}");
+    }
+    match cmd {
+        ArmCommand::Audit { json } => {
+            let report = audit::audit(&setup);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", report.to_text());
+            }
+            Ok(if report.passed() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
         }
     }
 }

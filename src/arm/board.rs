@@ -309,7 +309,7 @@ mod tests {
         let (x, y) = g.square_xy(Square::A1);
         let p = g.to_arm(x, y, 0.0);
         assert!((p.x - (-0.15 + 0.01875)).abs() < 1e-12);
-        assert!((p.y - (-0.36 + 0.01875)).abs() < 1e-12);
+        assert!((p.y - (-0.42 + 0.01875)).abs() < 1e-12);
         assert_eq!(g.graveyard.len(), 16);
     }
 }

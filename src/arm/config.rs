@@ -168,11 +168,13 @@ pub const SHIPPED_MODEL_PATH: &str = "config/arms/so101.toml";
 impl Default for BoardConfig {
     fn default() -> Self {
         // A 30 cm board (8 × 3.75 cm) centred in front of the arm (the arm
-        // faces -y), its near edge (rank 8) 6 cm from the base axis.
+        // faces -y), its near edge (rank 8) 12 cm from the pan axis: nearer,
+        // the wrist-flex limit keeps the tool from travel height above rank 8;
+        // farther than ~14 cm, rank 1 is out of reach (`chessbot arm audit`).
         BoardConfig {
             square_m: 0.0375,
             x_m: -0.15,
-            y_m: -0.36,
+            y_m: -0.42,
             z_m: 0.0,
             yaw_deg: 0.0,
         }

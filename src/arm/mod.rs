@@ -8,7 +8,10 @@
 //! - [`calibration`]: LeRobot's servo calibration JSON, steps <-> radians.
 //! - [`config`]: the `[arm]` configuration section.
 //! - [`board`]: the board and its side slots in the arm frame; board-to-arm fit.
+//! - [`setup`]: one installed arm loaded from config; reach queries.
+//! - [`audit`]: can the arm reach every square and slot?
 
+pub mod audit;
 pub mod board;
 pub mod bus;
 pub mod calibration;
@@ -16,3 +19,4 @@ pub mod clock;
 pub mod config;
 pub mod feetech;
 pub mod model;
+pub mod setup;
