@@ -68,6 +68,10 @@ pub struct JointMap {
     /// +1 or -1: servo sense times model sign.
     pub sign: f64,
     pub mid: f64,
+    /// Angle at the middle of the range: 0 for the arm joints (LeRobot's
+    /// convention, the URDF zero); the middle of the jaw limits for the
+    /// gripper, which LeRobot maps as 0..100 % of its range instead.
+    pub offset_rad: f64,
     pub range_min: i32,
     pub range_max: i32,
 }
@@ -75,12 +79,12 @@ pub struct JointMap {
 impl JointMap {
     /// Steps (not rounded, not clamped) for an angle.
     pub fn steps(&self, rad: f64) -> f64 {
-        self.mid + self.sign * rad * STEPS_PER_TURN_LEROBOT / TAU
+        self.mid + self.sign * (rad - self.offset_rad) * STEPS_PER_TURN_LEROBOT / TAU
     }
 
     /// Angle for a step reading.
     pub fn radians(&self, steps: f64) -> f64 {
-        self.sign * (steps - self.mid) * TAU / STEPS_PER_TURN_LEROBOT
+        self.offset_rad + self.sign * (steps - self.mid) * TAU / STEPS_PER_TURN_LEROBOT
     }
 
     /// Whether a step value lies inside the calibrated range.
@@ -151,6 +155,17 @@ impl Calibration {
     /// range the URDF limits. For simulation and a first look; a real arm
     /// needs its own (LeRobot's or `chessbot calibrate servos`).
     pub fn nominal(model: &ArmModel) -> Calibration {
+        let gripper = {
+            let j = &model.gripper.joint;
+            let half = ((j.upper - j.lower) / 2.0 * STEPS_PER_TURN_LEROBOT / TAU).floor() as i32;
+            MotorCalibration {
+                id: j.servo_id,
+                drive_mode: 0,
+                homing_offset: 0,
+                range_min: HOME_STEP - half.min(HOME_STEP),
+                range_max: HOME_STEP + half.min(HOME_STEP),
+            }
+        };
         let entry = |j: &Joint| {
             let to =
                 |q: f64| (f64::from(HOME_STEP) + q * STEPS_PER_TURN_LEROBOT / TAU).round() as i32;
@@ -168,17 +183,22 @@ impl Calibration {
                 range_max: HOME_STEP + half,
             }
         };
-        let motors = model
+        let mut motors: BTreeMap<String, MotorCalibration> = model
             .joints
             .iter()
-            .chain(std::iter::once(&model.gripper.joint))
             .map(|j| (j.name.clone(), entry(j)))
             .collect();
+        motors.insert(model.gripper.joint.name.clone(), gripper);
         Calibration { motors }
     }
 
     /// The conversion for one joint of the model.
-    pub fn map(&self, joint: &Joint, origin: &str) -> Result<JointMap, CalibrationError> {
+    pub fn map(
+        &self,
+        joint: &Joint,
+        offset_rad: f64,
+        origin: &str,
+    ) -> Result<JointMap, CalibrationError> {
         let m = self
             .motors
             .get(&joint.name)
@@ -201,6 +221,7 @@ impl Calibration {
         Ok(JointMap {
             sign: drive * joint.servo_sign,
             mid: f64::from(m.range_min + m.range_max) / 2.0,
+            offset_rad,
             range_min: m.range_min,
             range_max: m.range_max,
         })
@@ -223,15 +244,17 @@ impl ServoMaps {
         let mut joints = [JointMap {
             sign: 1.0,
             mid: 0.0,
+            offset_rad: 0.0,
             range_min: 0,
             range_max: 0,
         }; JOINTS];
         for (slot, j) in joints.iter_mut().zip(&model.joints) {
-            *slot = cal.map(j, origin)?;
+            *slot = cal.map(j, 0.0, origin)?;
         }
+        let g = &model.gripper.joint;
         Ok(ServoMaps {
             joints,
-            gripper: cal.map(&model.gripper.joint, origin)?,
+            gripper: cal.map(g, (g.lower + g.upper) / 2.0, origin)?,
         })
     }
 

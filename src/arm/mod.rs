@@ -10,6 +10,8 @@
 //! - [`board`]: the board and its side slots in the arm frame; board-to-arm fit.
 //! - [`setup`]: one installed arm loaded from config; reach queries.
 //! - [`audit`]: can the arm reach every square and slot?
+//! - [`plan`]: a chess move as piece transfers and joint paths.
+//! - [`safety`]: the envelope every command is checked against before sending.
 
 pub mod audit;
 pub mod board;
@@ -19,4 +21,6 @@ pub mod clock;
 pub mod config;
 pub mod feetech;
 pub mod model;
+pub mod plan;
+pub mod safety;
 pub mod setup;

@@ -29,6 +29,8 @@ pub enum SetupError {
     Calibration(#[from] CalibrationError),
     #[error(transparent)]
     Board(#[from] BoardFitError),
+    #[error("joint {0}: the calibrated servo range and the model's limits do not overlap")]
+    Range(String),
     #[error("arm config: reserve piece {0:?} is not q, r, b or n")]
     Reserve(String),
 }
@@ -100,7 +102,24 @@ impl ArmSetup {
         cal_origin: &str,
         notes: Vec<String>,
     ) -> Result<ArmSetup, SetupError> {
+        let mut model = model;
         let maps = ServoMaps::new(&model, &calibration, cal_origin)?;
+        // A joint may go only where both the URDF and the calibrated servo range allow.
+        let joints = model
+            .joints
+            .iter_mut()
+            .chain(std::iter::once(&mut model.gripper.joint));
+        for (j, m) in joints.zip(maps.joints.iter().chain(std::iter::once(&maps.gripper))) {
+            let (a, b) = (
+                m.radians(f64::from(m.range_min)),
+                m.radians(f64::from(m.range_max)),
+            );
+            j.lower = j.lower.max(a.min(b));
+            j.upper = j.upper.min(a.max(b));
+            if j.lower >= j.upper {
+                return Err(SetupError::Range(j.name.clone()));
+            }
+        }
         let reserve_roles = cfg
             .reserve
             .pieces
