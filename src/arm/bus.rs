@@ -10,6 +10,7 @@
 //! [`BusError`] that names the servo and says what happened.
 
 use std::io::{self, Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::clock::Clock;
@@ -99,6 +100,8 @@ pub enum BusError {
         goal: i32,
         load_permille: i32,
     },
+    #[error("stopped on request (emergency stop)")]
+    Stopped,
     #[error("servo {id} did not reach step {goal} within {waited:?} (still at {position})")]
     NotArrived {
         id: u8,
@@ -243,6 +246,10 @@ impl<P: BusPort> FeetechBus<P> {
         if let Err(e) = self.port.discard_input() {
             return Err(BusError::PortLost(e));
         }
+        // The port's timeout also bounds writes: give the packet time to go out.
+        self.port
+            .set_read_timeout(self.timing.reply_timeout(packet.len()))
+            .map_err(BusError::PortLost)?;
         self.port.write_all(packet).map_err(BusError::PortLost)?;
         self.port.flush().map_err(BusError::PortLost)?;
         self.stats.packets_sent += 1;
@@ -516,11 +523,15 @@ impl<P: BusPort> FeetechBus<P> {
         goals: &[ServoGoal],
         check: &ArrivalCheck,
         clock: &dyn Clock,
+        stop: Option<&AtomicBool>,
     ) -> Result<Vec<ServoState>, BusError> {
         let ids: Vec<u8> = goals.iter().map(|g| g.id).collect();
         let start = clock.now();
         let mut progress_at: Vec<(i32, Duration)> = Vec::new();
         loop {
+            if stop.is_some_and(|s| s.load(Ordering::SeqCst)) {
+                return Err(BusError::Stopped);
+            }
             let states = self.read_states(&ids)?;
             let now = clock.now();
             if progress_at.is_empty() {

@@ -12,6 +12,7 @@
 //! - [`audit`]: can the arm reach every square and slot?
 //! - [`plan`]: a chess move as piece transfers and joint paths.
 //! - [`safety`]: the envelope every command is checked against before sending.
+//! - [`run`]: executing a plan on the bus, stopping safely on any fault.
 
 pub mod audit;
 pub mod board;
@@ -22,5 +23,6 @@ pub mod config;
 pub mod feetech;
 pub mod model;
 pub mod plan;
+pub mod run;
 pub mod safety;
 pub mod setup;

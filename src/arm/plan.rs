@@ -559,7 +559,11 @@ impl Builder<'_, '_> {
         }
         let maps = &setup.maps;
         let mut servo_steps = [0; JOINTS + 1];
-        for ((out, map), q) in servo_steps.iter_mut().zip(&maps.joints).zip(&end.sol.joints) {
+        for ((out, map), q) in servo_steps
+            .iter_mut()
+            .zip(&maps.joints)
+            .zip(&end.sol.joints)
+        {
             *out = map.steps(*q).round() as i32;
         }
         servo_steps[JOINTS] = maps.gripper.steps(gripper_to).round() as i32;

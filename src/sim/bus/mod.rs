@@ -49,6 +49,8 @@ pub enum SimFault {
     Block { id: u8, at_step: i32 },
     /// Noise on the line just before the next reply.
     Garbage { bytes: Vec<u8> },
+    /// The port disappears (USB cable pulled): the serving side closes.
+    PortVanishes,
 }
 
 /// One simulated STS3215.
@@ -196,6 +198,9 @@ pub struct SimBus {
     decoder: FrameDecoder,
     /// Every instruction frame received, for tests to inspect.
     received: Vec<Frame>,
+    /// Faults that strike once this many frames have been received.
+    delayed: Vec<(usize, SimFault)>,
+    vanished: bool,
 }
 
 impl SimBus {
@@ -214,6 +219,8 @@ impl SimBus {
             garbage: Vec::new(),
             decoder: FrameDecoder::new(),
             received: Vec::new(),
+            delayed: Vec::new(),
+            vanished: false,
         }
     }
 
@@ -230,9 +237,17 @@ impl SimBus {
         &self.received
     }
 
+    /// Injects `fault` after `frames` more instruction frames have arrived
+    /// (to strike in the middle of a move, deterministically).
+    pub fn inject_after(&mut self, frames: usize, fault: SimFault) {
+        let at = self.received.len() + frames;
+        self.delayed.push((at, fault));
+    }
+
     pub fn inject(&mut self, fault: SimFault) {
         match fault {
             SimFault::Garbage { bytes } => self.garbage.extend(bytes),
+            SimFault::PortVanishes => self.vanished = true,
             SimFault::NoReply { id, replies } => {
                 if let Some(s) = self.servo_mut(id) {
                     s.skip_replies += replies;
@@ -289,6 +304,16 @@ impl SimBus {
         while let Some(frame) = self.decoder.next_frame() {
             // A servo silently drops a packet with a bad checksum.
             if let Ok(frame) = frame {
+                let due: Vec<SimFault> = {
+                    let n = self.received.len();
+                    let (now, later): (Vec<_>, Vec<_>) =
+                        self.delayed.drain(..).partition(|(at, _)| *at <= n);
+                    self.delayed = later;
+                    now.into_iter().map(|(_, f)| f).collect()
+                };
+                for f in due {
+                    self.inject(f);
+                }
                 self.advance();
                 out.extend(self.execute(&frame));
                 self.received.push(frame);
@@ -489,10 +514,14 @@ fn serve(
         match port.read(&mut buf) {
             Ok(0) => continue,
             Ok(n) => {
-                let reply = bus
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .receive(&buf[..n]);
+                let (reply, vanished) = {
+                    let mut b = bus.lock().unwrap_or_else(|p| p.into_inner());
+                    let reply = b.receive(&buf[..n]);
+                    (reply, b.vanished)
+                };
+                if vanished {
+                    return;
+                }
                 if !reply.is_empty() && (port.write_all(&reply).is_err() || port.flush().is_err()) {
                     return;
                 }

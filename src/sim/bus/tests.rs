@@ -166,7 +166,10 @@ fn goals_are_reached_and_states_read() {
     r.bus.set_torque(&JOINTS, true).unwrap();
     let g = goals(&JOINTS, 2600);
     r.bus.write_goals(&g).unwrap();
-    let states = r.bus.wait_until_arrived(&g, &check(), &*r.clock).unwrap();
+    let states = r
+        .bus
+        .wait_until_arrived(&g, &check(), &*r.clock, None)
+        .unwrap();
     for s in &states {
         assert!((s.position - 2600).abs() <= 8, "{s:?}");
         assert_eq!(s.voltage_decivolt, 120);
@@ -306,7 +309,7 @@ fn servo_dying_mid_move_is_reported() {
     r.sim.bus().inject(SimFault::Dead { id: 2 });
     let err = r
         .bus
-        .wait_until_arrived(&g, &check(), &*r.clock)
+        .wait_until_arrived(&g, &check(), &*r.clock, None)
         .unwrap_err();
     assert!(matches!(err, BusError::NoReply { id: 2, .. }), "{err}");
     // The others still answer and can be told to hold.
@@ -332,7 +335,7 @@ fn blocked_joint_is_a_stall() {
     r.bus.write_goals(&g).unwrap();
     let err = r
         .bus
-        .wait_until_arrived(&g, &check(), &*r.clock)
+        .wait_until_arrived(&g, &check(), &*r.clock, None)
         .unwrap_err();
     match err {
         BusError::Stalled {
