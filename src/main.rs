@@ -6,10 +6,18 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
+use std::sync::Arc;
+
 use chessbot::arm::audit;
+use chessbot::arm::bench as arm_bench;
+use chessbot::arm::bus::{open_serial, BusPort, BusTiming, FeetechBus};
+use chessbot::arm::clock::{Clock, SystemClock};
+use chessbot::arm::plan::{Planner, SlotState};
+use chessbot::arm::run::Executor;
 use chessbot::arm::setup::ArmSetup;
 use chessbot::config::Config;
 use chessbot::logging::{self, LogFormat};
+use chessbot::sim::bus::{SimBus, SimPort};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -42,6 +50,43 @@ enum ArmCommand {
     /// Can the arm reach every square, graveyard and reserve slot? Non-zero exit if not.
     Audit {
         /// Print the full report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the arm's plan for a move: steps, tool positions, joints, servo steps, durations.
+    Plan {
+        /// Position before the move.
+        #[arg(long)]
+        fen: String,
+        /// The move (UCI such as e7e8q, or SAN).
+        #[arg(long = "move", value_name = "MOVE")]
+        mv: String,
+        /// Graveyard slots already taken.
+        #[arg(long, default_value_t = 0)]
+        graveyard_used: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Execute a move on the servo bus (a real port, or --sim for the simulated bus).
+    Run {
+        /// Serial port (default: [arm] port from the config).
+        #[arg(long, conflicts_with = "sim")]
+        port: Option<String>,
+        /// Run against the simulated servo bus on a pseudo-terminal, in real time.
+        #[arg(long)]
+        sim: bool,
+        #[arg(long)]
+        fen: String,
+        #[arg(long = "move", value_name = "MOVE")]
+        mv: String,
+        #[arg(long, default_value_t = 0)]
+        graveyard_used: usize,
+    },
+    /// Measure IK time per solve and the estimated arm time per kind of move.
+    Bench {
+        /// Number of IK solves to time.
+        #[arg(long, default_value_t = 200_000)]
+        solves: usize,
         #[arg(long)]
         json: bool,
     },
@@ -101,5 +146,113 @@ fn run_arm(config: &Config, cmd: ArmCommand) -> anyhow::Result<ExitCode> {
                 ExitCode::FAILURE
             })
         }
+        ArmCommand::Plan {
+            fen,
+            mv,
+            graveyard_used,
+            json,
+        } => {
+            let mut slots = SlotState {
+                graveyard_used,
+                ..SlotState::default()
+            };
+            let plan = Planner::new(&setup).plan_text(&fen, &mv, None, &mut slots)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&plan)?);
+            } else {
+                print!("{}", plan.to_text());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ArmCommand::Run {
+            port,
+            sim,
+            fen,
+            mv,
+            graveyard_used,
+        } => {
+            let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+            let timing = BusTiming {
+                baud: config.arm.baud,
+                retries: config.arm.retries,
+                ..BusTiming::default()
+            };
+            let mut slots = SlotState {
+                graveyard_used,
+                ..SlotState::default()
+            };
+            if sim {
+                let (_sim, pty) = SimPort::spawn(SimBus::with_servos(6, clock.clone()))
+                    .context("cannot open a pseudo-terminal for the simulated bus")?;
+                run_move(
+                    FeetechBus::new(pty, timing),
+                    &setup,
+                    clock,
+                    &fen,
+                    &mv,
+                    &mut slots,
+                )
+            } else {
+                let path = port.unwrap_or_else(|| config.arm.port.clone());
+                let serial = open_serial(&path, config.arm.baud)?;
+                run_move(
+                    FeetechBus::new(serial, timing),
+                    &setup,
+                    clock,
+                    &fen,
+                    &mv,
+                    &mut slots,
+                )
+            }
+        }
+        ArmCommand::Bench { solves, json } => {
+            let b = arm_bench::run(&setup, solves.max(1))?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&b)?);
+            } else {
+                print!("{}", b.to_text());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+/// Connects, plans from the present pose, executes with Ctrl-C as emergency stop.
+fn run_move<P: BusPort>(
+    bus: FeetechBus<P>,
+    setup: &ArmSetup,
+    clock: Arc<dyn Clock>,
+    fen: &str,
+    mv: &str,
+    slots: &mut SlotState,
+) -> anyhow::Result<ExitCode> {
+    let mut ex = Executor::new(bus, setup, clock);
+    let flag = ex.stop_flag();
+    std::thread::spawn(move || {
+        if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            rt.block_on(async {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+            });
+        }
+    });
+    let start = ex.connect()?;
+    let plan = Planner::new(setup).plan_text(fen, mv, Some(start), slots)?;
+    println!(
+        "executing {} ({} steps, estimated {:.1} s); Ctrl-C stops the arm",
+        plan.uci,
+        plan.steps.len(),
+        plan.total_s
+    );
+    let report = ex.execute(&plan)?;
+    println!(
+        "done: {} steps in {:.1} s, every arrival verified",
+        report.steps,
+        report.elapsed.as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
 }

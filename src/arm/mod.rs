@@ -13,8 +13,10 @@
 //! - [`plan`]: a chess move as piece transfers and joint paths.
 //! - [`safety`]: the envelope every command is checked against before sending.
 //! - [`run`]: executing a plan on the bus, stopping safely on any fault.
+//! - [`bench`]: IK speed and estimated arm time per move.
 
 pub mod audit;
+pub mod bench;
 pub mod board;
 pub mod bus;
 pub mod calibration;
