@@ -14,11 +14,13 @@
 //! - [`safety`]: the envelope every command is checked against before sending.
 //! - [`run`]: executing a plan on the bus, stopping safely on any fault.
 //! - [`bench`]: IK speed and estimated arm time per move.
+//! - [`calibrate`]: guided board-to-arm and servo calibrations (arm moved by hand).
 
 pub mod audit;
 pub mod bench;
 pub mod board;
 pub mod bus;
+pub mod calibrate;
 pub mod calibration;
 pub mod clock;
 pub mod config;

@@ -121,8 +121,13 @@ impl SimServo {
         self.position
     }
 
+    /// Homing offset: the servo reports raw position minus this (STS3215).
+    fn offset(&self) -> f64 {
+        f64::from(self.get(reg::HOMING_OFFSET))
+    }
+
     fn refresh_present(&mut self) {
-        let pos = self.position.round().clamp(0.0, 4095.0) as i32;
+        let pos = (self.position - self.offset()).round().clamp(0.0, 4095.0) as i32;
         self.set(reg::PRESENT_POSITION, pos);
         self.set(reg::PRESENT_SPEED, self.velocity.round() as i32);
         let load = if self.pushing {
@@ -138,8 +143,9 @@ impl SimServo {
         self.set(reg::MOVING, i32::from(moving && !self.pushing));
     }
 
+    /// Goal in raw steps.
     fn goal(&self) -> f64 {
-        f64::from(self.get(reg::GOAL_POSITION))
+        f64::from(self.get(reg::GOAL_POSITION)) + self.offset()
     }
 
     /// Moves for `dt` toward the goal: speed capped by Goal_Speed, velocity
@@ -275,11 +281,20 @@ impl SimBus {
             }
             SimFault::Block { id, at_step } => {
                 if let Some(s) = self.servo_mut(id) {
-                    let wall = f64::from(at_step);
+                    let wall = f64::from(at_step) + s.offset();
                     let side = if s.position < wall { -1.0 } else { 1.0 };
                     s.blocked_at = Some((wall, side));
                 }
             }
+        }
+    }
+
+    /// A person moves servo `id` by hand to raw position `raw_step` (torque off).
+    pub fn move_by_hand(&mut self, id: u8, raw_step: i32) {
+        if let Some(s) = self.servo_mut(id) {
+            s.position = f64::from(raw_step);
+            s.velocity = 0.0;
+            s.refresh_present();
         }
     }
 
