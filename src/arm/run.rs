@@ -300,6 +300,7 @@ impl<'a, P: BusPort> Executor<'a, P> {
             );
         let len = path_length(&start, &step.path);
         let duration = step.duration_s.max(0.0);
+        let ids: Vec<u8> = self.setup.model.joints.iter().map(|j| j.servo_id).collect();
         let t0 = self.clock.now();
         loop {
             if self.stop.load(Ordering::SeqCst) {
@@ -316,6 +317,22 @@ impl<'a, P: BusPort> Executor<'a, P> {
             let g = start_gripper + (step.gripper_rad - start_gripper) * f;
             let goals = self.command(&q, g, plan, grasp)?;
             self.bus.write_goals(&goals).map_err(StepFailure::Bus)?;
+            // Read back every tick: a lost servo or a blocked joint is caught
+            // within one period, not at the end of the step (the gripper is
+            // left out: squeezing a piece is its job).
+            let states = self.bus.read_states(&ids).map_err(StepFailure::Bus)?;
+            if let Some((st, goal)) = states
+                .iter()
+                .zip(&goals)
+                .find(|(st, _)| st.load_permille.abs() > self.setup.safety.stall_load_permille)
+            {
+                return Err(StepFailure::Bus(BusError::Stalled {
+                    id: st.id,
+                    position: st.position,
+                    goal: goal.position,
+                    load_permille: st.load_permille,
+                }));
+            }
             if t >= duration {
                 break;
             }

@@ -256,7 +256,8 @@ fn emergency_stop_stops_within_one_period_and_holds() {
     assert!(matches!(err, ArmError::EmergencyStop { .. }), "{err}");
     assert_holding(&r.sim, &[1, 2, 3, 4, 5, 6]);
     // No goal was streamed after the trip: one sync write per tick before
-    // each of the 30 sleeps, then only the stop's reads and writes.
+    // each of the 30 sleeps, then only the stop's reads and writes (ticks
+    // are 20 ms: the stop acted within one control period).
     let sync_writes = r.sim.bus().received()[sent_before..]
         .iter()
         .filter(|f| f.code == 0x83)
