@@ -12,6 +12,7 @@ use chessbot::arm::audit;
 use chessbot::arm::bench as arm_bench;
 use chessbot::arm::bus::{open_serial, BusPort, BusTiming, FeetechBus};
 use chessbot::arm::calibrate;
+use chessbot::arm::calibration::Calibration;
 use chessbot::arm::clock::{Clock, SystemClock};
 use chessbot::arm::plan::{Planner, SlotState};
 use chessbot::arm::run::Executor;
@@ -100,6 +101,11 @@ enum ArmCommand {
     State {
         #[arg(long)]
         port: Option<String>,
+    },
+    /// Import a LeRobot calibration JSON (checked against the arm model) into [arm] calibration.
+    ImportCalibration {
+        /// LeRobot's file, e.g. ~/.cache/huggingface/lerobot/calibration/robots/so101_follower/ID.json
+        file: PathBuf,
     },
     /// Serve a simulated SO-101 servo bus on a pseudo-terminal until Ctrl-C (for --port).
     SimBus,
@@ -316,6 +322,19 @@ fn run_arm(config: &Config, cmd: ArmCommand) -> anyhow::Result<ExitCode> {
                 "tool point: arm ({:+.3}, {:+.3}, {:+.3}) m, board ({:+.3}, {:+.3}, {:+.3}) m",
                 p.x, p.y, p.z, b.x, b.y, b.z
             );
+            Ok(ExitCode::SUCCESS)
+        }
+        ArmCommand::ImportCalibration { file } => {
+            let cal = Calibration::load(&file)?;
+            // The joints must all be there with the model's IDs and usable ranges.
+            ArmSetup::new(
+                setup.model.clone(),
+                cal.clone(),
+                &config.arm,
+                &file.display().to_string(),
+                Vec::new(),
+            )?;
+            write_file(&config.arm.calibration, &cal.to_json())?;
             Ok(ExitCode::SUCCESS)
         }
         ArmCommand::SimBus => {

@@ -76,3 +76,77 @@ fn illegal_move_is_a_clear_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("e2e5"), "{err}");
 }
+
+#[test]
+fn lerobot_calibration_is_imported_after_checking() {
+    let dir = tempfile::tempdir().unwrap();
+    let lerobot = dir.path().join("so101_follower.json");
+    std::fs::write(
+        &lerobot,
+        r#"{
+        "shoulder_pan": {"id": 1, "drive_mode": 0, "homing_offset": -1470, "range_min": 758, "range_max": 3292},
+        "shoulder_lift": {"id": 2, "drive_mode": 0, "homing_offset": 157, "range_min": 612, "range_max": 3401},
+        "elbow_flex": {"id": 3, "drive_mode": 0, "homing_offset": -1276, "range_min": 898, "range_max": 3102},
+        "wrist_flex": {"id": 4, "drive_mode": 0, "homing_offset": -1180, "range_min": 928, "range_max": 3300},
+        "wrist_roll": {"id": 5, "drive_mode": 0, "homing_offset": 27, "range_min": 177, "range_max": 3918},
+        "gripper": {"id": 6, "drive_mode": 0, "homing_offset": -1434, "range_min": 2020, "range_max": 3375}
+    }"#,
+    )
+    .unwrap();
+    let target = dir.path().join("cal").join("arm.json");
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(
+        &cfg,
+        format!("[arm]\ncalibration = {:?}\n", target.display().to_string()),
+    )
+    .unwrap();
+    let out = chessbot()
+        .args([
+            "--config",
+            cfg.to_str().unwrap(),
+            "arm",
+            "import-calibration",
+            lerobot.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&target).unwrap()).unwrap();
+    assert_eq!(written["elbow_flex"]["homing_offset"], -1276);
+    // With it in place the audit uses it (and still passes).
+    let out = chessbot()
+        .args(["--config", cfg.to_str().unwrap(), "arm", "audit"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // A file with a wrong ID is refused.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        std::fs::read_to_string(&lerobot)
+            .unwrap()
+            .replace("\"id\": 3", "\"id\": 9"),
+    )
+    .unwrap();
+    let out = chessbot()
+        .args([
+            "--config",
+            cfg.to_str().unwrap(),
+            "arm",
+            "import-calibration",
+            bad.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("elbow_flex"));
+}

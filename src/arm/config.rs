@@ -415,3 +415,42 @@ impl ArmConfig {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    fn err_of(toml: &str) -> String {
+        Config::parse_str(toml, "t.toml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn shipped_arm_section_is_valid_and_complete() {
+        let c = Config::shipped().unwrap();
+        assert_eq!(c.arm, super::ArmConfig::default());
+        assert_eq!(c.arm.graveyard.centres().len(), 16);
+    }
+
+    #[test]
+    fn bad_arm_values_name_their_key() {
+        assert!(err_of("[arm.reserve]\npieces = [\"k\"]\n").contains("arm.reserve.pieces"));
+        assert!(err_of("[arm.safety]\njoint_margin_deg = 45.0\n")
+            .contains("arm.safety.joint_margin_deg"));
+        assert!(err_of("[arm.board]\nsquare_m = 0.0\n").contains("arm.board.square_m"));
+        assert!(
+            err_of("[arm.pieces]\nking = { height_m = -1.0, grip_width_m = 0.02 }\n")
+                .contains("arm.pieces.king.height_m")
+        );
+        assert!(err_of("[arm.graveyard]\nrows = 0\n").contains("arm.graveyard"));
+        assert!(err_of("[arm.safety]\non_stop = \"panic\"\n").contains("on_stop"));
+        assert!(err_of("[arm]\nbaud = 0\n").contains("arm.baud"));
+    }
+
+    #[test]
+    fn partial_arm_section_keeps_other_defaults() {
+        let c = Config::parse_str("[arm.board]\ny_m = -0.43\n", "t.toml").unwrap();
+        assert_eq!(c.arm.board.y_m, -0.43);
+        assert_eq!(c.arm.board.square_m, 0.0375);
+        assert_eq!(c.arm.port, "/dev/ttyACM0");
+    }
+}
