@@ -34,7 +34,8 @@ pub struct StopReport {
     pub mode: StopMode,
     /// Servos that are holding (or released), as asked.
     pub done: Vec<u8>,
-    /// Servos that reported a fault: their torque was switched off instead.
+    /// Servos that reported a fault, or stood outside their calibrated range:
+    /// their torque was switched off instead.
     pub released: Vec<u8>,
     /// Servos that could not be reached.
     pub failed: Vec<u8>,
@@ -391,16 +392,41 @@ impl<'a, P: BusPort> Executor<'a, P> {
             return report;
         }
         let ids = self.ids();
-        for id in ids {
+        let ranges: Vec<_> = self
+            .setup
+            .maps
+            .joints
+            .iter()
+            .chain(std::iter::once(&self.setup.maps.gripper))
+            .copied()
+            .collect();
+        for (id, range) in ids.into_iter().zip(ranges) {
             let result = match mode {
-                StopMode::Hold => self
+                StopMode::Hold => {
+                    self.bus
+                        .read_register(id, reg::PRESENT_POSITION)
+                        .and_then(|pos| {
+                            if range.in_range(pos) {
+                                self.bus
+                                    .write_register(id, reg::GOAL_POSITION, pos)
+                                    .map(|()| true)
+                            } else {
+                                // Never a goal outside the range, not even to hold:
+                                // a servo pushed out of its range is released instead.
+                                self.bus
+                                    .write_register(id, reg::TORQUE_ENABLE, 0)
+                                    .map(|()| false)
+                            }
+                        })
+                }
+                StopMode::Release => self
                     .bus
-                    .read_register(id, reg::PRESENT_POSITION)
-                    .and_then(|pos| self.bus.write_register(id, reg::GOAL_POSITION, pos)),
-                StopMode::Release => self.bus.write_register(id, reg::TORQUE_ENABLE, 0),
+                    .write_register(id, reg::TORQUE_ENABLE, 0)
+                    .map(|()| true),
             };
             match result {
-                Ok(()) => report.done.push(id),
+                Ok(true) => report.done.push(id),
+                Ok(false) => report.released.push(id),
                 Err(BusError::Fault { .. }) => {
                     // The servo answers but is faulted: take its torque off (it
                     // executes the write even though the reply carries the fault).

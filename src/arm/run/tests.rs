@@ -279,3 +279,26 @@ fn missing_servo_refuses_to_start() {
         other => panic!("expected missing servo 6, got {other:?}"),
     }
 }
+
+#[test]
+fn release_mode_switches_torque_off_on_a_fault() {
+    let clock = Arc::new(ManualClock::new());
+    let (r, port) = rig_with_clock(clock.clone());
+    let mut cfg = crate::arm::config::ArmConfig::default();
+    cfg.safety.on_stop = StopMode::Release;
+    let model = crate::arm::model::ArmModel::so101().unwrap();
+    let cal = crate::arm::calibration::Calibration::nominal(&model);
+    let setup = ArmSetup::new(model, cal, &cfg, "nominal", Vec::new()).unwrap();
+    let mut ex = Executor::new(bus(port), &setup, clock);
+    let start = ex.connect().unwrap();
+    let plan = plan_from(&setup, start, "d2d4");
+    r.sim.bus().inject_after(60, SimFault::Dead { id: 4 });
+    let err = ex.execute(&plan).unwrap_err();
+    let stop = err.stop_report().unwrap();
+    assert_eq!(stop.mode, StopMode::Release);
+    assert_eq!(stop.done, vec![1, 2, 3, 5, 6]);
+    for id in [1, 2, 3, 5, 6] {
+        assert_eq!(r.sim.bus().servo(id).unwrap().get(reg::TORQUE_ENABLE), 0);
+    }
+    assert!(err.to_string().contains("torque released"), "{err}");
+}
