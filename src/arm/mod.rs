@@ -15,6 +15,7 @@
 //! - [`run`]: executing a plan on the bus, stopping safely on any fault.
 //! - [`bench`]: IK speed and estimated arm time per move.
 //! - [`calibrate`]: guided board-to-arm and servo calibrations (arm moved by hand).
+//! - [`dynamixel`]: the Dynamixel protocol 2.0 codec (second arm family; no adapter yet).
 
 pub mod audit;
 pub mod bench;
@@ -24,6 +25,7 @@ pub mod calibrate;
 pub mod calibration;
 pub mod clock;
 pub mod config;
+pub mod dynamixel;
 pub mod feetech;
 pub mod model;
 pub mod plan;
