@@ -14,6 +14,7 @@ use chessbot::arm::bus::{open_serial, BusPort, BusTiming, FeetechBus};
 use chessbot::arm::calibrate;
 use chessbot::arm::calibration::Calibration;
 use chessbot::arm::clock::{Clock, SystemClock};
+use chessbot::arm::config::StopMode;
 use chessbot::arm::plan::{Planner, SlotState};
 use chessbot::arm::run::Executor;
 use chessbot::arm::setup::ArmSetup;
@@ -96,6 +97,14 @@ enum ArmCommand {
     CalibrateServos {
         #[arg(long)]
         port: Option<String>,
+    },
+    /// Stop the arm: every servo holds where it is (or lets go with --release).
+    Stop {
+        #[arg(long)]
+        port: Option<String>,
+        /// Switch torque off instead of holding (the arm sags: support it).
+        #[arg(long)]
+        release: bool,
     },
     /// Read every servo: position, load, voltage, temperature; joint angles and tool point.
     State {
@@ -300,6 +309,23 @@ fn run_arm(config: &Config, cmd: ArmCommand) -> anyhow::Result<ExitCode> {
             }
             write_file(&config.arm.calibration, &cal.to_json())?;
             Ok(ExitCode::SUCCESS)
+        }
+        ArmCommand::Stop { port, release } => {
+            let mut setup = setup.clone();
+            setup.safety.on_stop = if release {
+                StopMode::Release
+            } else {
+                StopMode::Hold
+            };
+            let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+            let mut ex = Executor::new(open_bus(config, port)?, &setup, clock);
+            let report = ex.emergency_stop();
+            println!("{report}");
+            Ok(if report.failed.is_empty() && !report.port_lost {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
         }
         ArmCommand::State { port } => {
             let mut bus = open_bus(config, port)?;

@@ -244,6 +244,21 @@ impl<'a, P: BusPort> Executor<'a, P> {
         Ok((q, g))
     }
 
+    /// The present joint angles and gripper angle (for planning the next move).
+    pub fn present_pose(&mut self) -> Result<(Joints, f64), BusError> {
+        let ids = self.ids();
+        let states = self.bus.read_states(&ids)?;
+        let maps = &self.setup.maps;
+        let mut q = [0.0; JOINTS];
+        for ((qi, st), m) in q.iter_mut().zip(&states).zip(&maps.joints) {
+            *qi = m.radians(f64::from(st.position));
+        }
+        let g = states
+            .get(JOINTS)
+            .map_or(0.0, |st| maps.gripper.radians(f64::from(st.position)));
+        Ok((q, g))
+    }
+
     /// Executes a plan step by step, verifying each arrival.
     pub fn execute(&mut self, plan: &Plan) -> Result<RunReport, ArmError> {
         if let Some(reason) = &self.halted {

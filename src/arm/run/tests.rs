@@ -302,3 +302,28 @@ fn release_mode_switches_torque_off_on_a_fault() {
     }
     assert!(err.to_string().contains("torque released"), "{err}");
 }
+
+#[test]
+fn next_move_plans_from_the_present_pose() {
+    let clock = Arc::new(ManualClock::new());
+    let (r, port) = rig_with_clock(clock.clone());
+    let mut ex = Executor::new(bus(port), &r.setup, clock);
+    let start = ex.connect().unwrap();
+    let first = plan_from(&r.setup, start, "e2e4");
+    ex.execute(&first).unwrap();
+    let (q, g) = ex.present_pose().unwrap();
+    let last = first.steps.last().unwrap();
+    for (a, b) in q.iter().zip(&last.joints_rad) {
+        // Within the arrival tolerance (20 steps ≈ 0.03 rad).
+        assert!((a - b).abs() < 0.035, "{a} vs {b}");
+    }
+    let second = Planner::new(&r.setup)
+        .plan_text(
+            "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1",
+            "e7e5",
+            Some((q, g)),
+            &mut SlotState::default(),
+        )
+        .unwrap();
+    ex.execute(&second).unwrap();
+}
