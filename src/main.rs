@@ -434,9 +434,20 @@ fn run_move<P: BusPort>(
             .build()
         {
             rt.block_on(async {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                // Ctrl-C or SIGTERM (a service manager stopping us) stops the arm.
+                let mut term =
+                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+                let terminated = async {
+                    match term.as_mut() {
+                        Some(t) => t.recv().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = terminated => {}
                 }
+                flag.store(true, std::sync::atomic::Ordering::SeqCst);
             });
         }
     });

@@ -271,6 +271,7 @@ impl<'a, P: BusPort> Executor<'a, P> {
         let mut g = plan.start_gripper_rad;
         let mut final_states = Vec::new();
         for (i, step) in plan.steps.iter().enumerate() {
+            tracing::info!(step = i + 1, of = plan.steps.len(), what = %step.what, "arm step");
             let low = plan.low_start && i == 0;
             match self.run_step(step, q, g, plan, low) {
                 Ok(states) => final_states = states,

@@ -41,6 +41,8 @@ pub enum SimFault {
     CorruptChecksum { id: u8, replies: u32 },
     /// The servo's next `replies` replies are cut short by one byte.
     ShortReply { id: u8, replies: u32 },
+    /// The servo's next `replies` replies stop after 4 bytes (a short read).
+    TruncatedReply { id: u8, replies: u32 },
     /// Every reply of the servo carries these error bits until cleared.
     ErrorBits { id: u8, bits: ErrorBits },
     /// The servo stops answering for good (unplugged, burnt out).
@@ -68,6 +70,7 @@ pub struct SimServo {
     skip_replies: u32,
     corrupt_replies: u32,
     short_replies: u32,
+    truncated_replies: u32,
     error_bits: ErrorBits,
     dead: bool,
 }
@@ -85,6 +88,7 @@ impl SimServo {
             skip_replies: 0,
             corrupt_replies: 0,
             short_replies: 0,
+            truncated_replies: 0,
             error_bits: ErrorBits(0),
             dead: false,
         };
@@ -269,6 +273,11 @@ impl SimBus {
                     s.short_replies += replies;
                 }
             }
+            SimFault::TruncatedReply { id, replies } => {
+                if let Some(s) = self.servo_mut(id) {
+                    s.truncated_replies += replies;
+                }
+            }
             SimFault::ErrorBits { id, bits } => {
                 if let Some(s) = self.servo_mut(id) {
                     s.error_bits = bits;
@@ -355,6 +364,9 @@ impl SimBus {
             if let Some(last) = bytes.last_mut() {
                 *last ^= 0x5A;
             }
+        } else if s.truncated_replies > 0 {
+            s.truncated_replies -= 1;
+            bytes.truncate(4);
         } else if s.short_replies > 0 {
             s.short_replies -= 1;
             // One parameter byte lost, LEN and checksum consistent with it:

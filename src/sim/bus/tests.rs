@@ -374,3 +374,20 @@ fn goal_past_the_servo_limit_is_an_angle_fault() {
         "{err}"
     );
 }
+
+#[test]
+fn a_short_read_is_retried_and_resynchronised() {
+    let mut r = rig(2);
+    // The first reply stops after 4 bytes; the retry gets a whole one.
+    r.sim
+        .bus()
+        .inject(SimFault::TruncatedReply { id: 1, replies: 1 });
+    assert_eq!(r.bus.read_states(&[1, 2]).unwrap().len(), 2);
+    assert_eq!(r.bus.stats().retries, 1);
+    // Persistent truncation is a named servo that did not answer in full.
+    r.sim
+        .bus()
+        .inject(SimFault::TruncatedReply { id: 2, replies: 10 });
+    let err = r.bus.read_register(2, reg::PRESENT_POSITION).unwrap_err();
+    assert!(matches!(err, BusError::NoReply { id: 2, .. }), "{err}");
+}
