@@ -444,6 +444,25 @@ impl<'a> Planner<'a> {
         }
         let mut trial = slots.clone();
         let transfers = self.transfers(pos, mv, &mut trial)?;
+        let plan = self.plan_transfers(
+            &transfers,
+            start,
+            crate::game::fen_of(pos),
+            crate::game::uci_of(mv),
+        )?;
+        *slots = trial;
+        Ok(plan)
+    }
+
+    /// Plans piece transfers (from a legal move, or a clean-up by hand:
+    /// resetting the board, emptying the graveyard).
+    pub fn plan_transfers(
+        &self,
+        transfers: &[Transfer],
+        start: Option<(Joints, f64)>,
+        fen: String,
+        uci: String,
+    ) -> Result<Plan, PlanError> {
         let rest = self.rest()?;
         let closed = self.setup.model.gripper.angle_for_width(0.0);
         let (start_q, start_g) = start.unwrap_or((rest.joints, closed));
@@ -476,7 +495,7 @@ impl<'a> Planner<'a> {
                 "to the rest pose",
             )?;
         }
-        for t in &transfers {
+        for t in transfers {
             b.transfer(t)?;
         }
         b.travel_to(
@@ -488,10 +507,9 @@ impl<'a> Planner<'a> {
             "back to rest",
         )?;
         let total_s = b.steps.iter().map(|s| s.duration_s).sum();
-        *slots = trial;
         Ok(Plan {
-            fen: crate::game::fen_of(pos),
-            uci: crate::game::uci_of(mv),
+            fen,
+            uci,
             transfers: transfers
                 .iter()
                 .map(|t| format!("{:?} {} -> {}", t.role, t.from, t.to).to_lowercase())

@@ -289,3 +289,32 @@ proptest! {
         }
     }
 }
+
+/// Every square can be emptied into the farthest graveyard slot and filled
+/// from the farthest reserve slot, with the tallest piece: captures and
+/// promotions work anywhere on the board.
+#[test]
+fn every_square_connects_to_the_graveyard_and_the_reserve() {
+    let s = setup();
+    let planner = Planner::new(&s);
+    let last_grave = s.board.graveyard.len() - 1;
+    let last_reserve = s.board.reserve.len() - 1;
+    for sq in Square::ALL {
+        let transfers = [
+            Transfer {
+                role: Role::King,
+                from: Place::Square(sq),
+                to: Place::Graveyard(last_grave),
+            },
+            Transfer {
+                role: Role::Queen,
+                from: Place::Reserve(last_reserve),
+                to: Place::Square(sq),
+            },
+        ];
+        let plan = planner
+            .plan_transfers(&transfers, None, String::new(), format!("{sq}"))
+            .unwrap_or_else(|e| panic!("{sq}: {e}"));
+        assert_eq!(plan.steps.len(), 17, "{sq}");
+    }
+}
