@@ -52,6 +52,8 @@ pub enum IkError {
         min_m: f64,
         max_m: f64,
     },
+    #[error("no pitch keeps the joints on one branch along the way (the arm would have to flip)")]
+    NoSmoothPath,
     #[error("every solution puts {joint} outside its limits (best: {value:.3} rad, allowed {lower:.3}..{upper:.3})")]
     JointLimit {
         joint: String,

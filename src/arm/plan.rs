@@ -404,13 +404,14 @@ impl<'a> Planner<'a> {
         Ok(out)
     }
 
-    fn place_xy(&self, p: Place) -> (f64, f64) {
+    fn place_xy(&self, p: Place) -> Result<(f64, f64), PlanError> {
         let b = &self.setup.board;
         match p {
-            Place::Square(s) => b.square_xy(s),
-            Place::Graveyard(i) => b.graveyard.get(i).copied().unwrap_or((f64::NAN, f64::NAN)),
-            Place::Reserve(i) => b.reserve.get(i).copied().unwrap_or((f64::NAN, f64::NAN)),
+            Place::Square(s) => Some(b.square_xy(s)),
+            Place::Graveyard(i) => b.graveyard.get(i).copied(),
+            Place::Reserve(i) => b.reserve.get(i).copied(),
         }
+        .ok_or_else(|| PlanError::Move(format!("there is no {p} in the configuration")))
     }
 
     /// Plans a move given as UCI (or any move text) in a FEN position.
@@ -672,7 +673,7 @@ impl Builder<'_, '_> {
             .angle_for_width((piece.grip_width_m - SQUEEZE_M).max(0.0));
         let name = format!("{:?}", t.role).to_lowercase();
         let line = |place: Place| -> Result<Vec<Pose>, PlanError> {
-            let (x, y) = self.planner.place_xy(place);
+            let (x, y) = self.planner.place_xy(place)?;
             let sols =
                 setup
                     .vertical(x, y, grasp, travel)

@@ -314,13 +314,7 @@ impl ArmSetup {
             });
             match found {
                 Some(s) => sols.push((z, s)),
-                None => {
-                    return Err(first_err.map(|(_, e)| e).unwrap_or(IkError::OutOfReach {
-                        needed_m: f64::NAN,
-                        min_m: 0.0,
-                        max_m: 0.0,
-                    }))
-                }
+                None => return Err(first_err.map(|(_, e)| e).unwrap_or(IkError::NoSmoothPath)),
             }
         }
         Ok(sols)

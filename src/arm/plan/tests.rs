@@ -318,3 +318,17 @@ fn every_square_connects_to_the_graveyard_and_the_reserve() {
         assert_eq!(plan.steps.len(), 17, "{sq}");
     }
 }
+
+#[test]
+fn a_slot_that_does_not_exist_is_an_error() {
+    let s = setup();
+    let t = [Transfer {
+        role: Role::Pawn,
+        from: Place::Square(Square::E2),
+        to: Place::Graveyard(99),
+    }];
+    let err = Planner::new(&s)
+        .plan_transfers(&t, None, String::new(), String::new())
+        .unwrap_err();
+    assert!(err.to_string().contains("graveyard 100"), "{err}");
+}
