@@ -128,8 +128,6 @@ pub struct Plan {
     pub accel_rad_s2: f64,
     pub start_joints_rad: Joints,
     pub start_gripper_rad: f64,
-    /// The start pose is below the clearance (arm parked low): the first step may pass low.
-    pub low_start: bool,
     pub steps: Vec<PlanStep>,
     pub total_s: f64,
 }
@@ -259,7 +257,8 @@ struct Builder<'p, 'a> {
     steps: Vec<PlanStep>,
     cur: Pose,
     gripper: f64,
-    low_start: bool,
+    /// The first step leaves the start pose, which may be outside the envelope.
+    leaving_start: bool,
 }
 
 impl<'a> Planner<'a> {
@@ -472,7 +471,6 @@ impl<'a> Planner<'a> {
             let b = self.setup.board.arm_from_board.inverse_transform_point(&p);
             [b.x, b.y, b.z]
         };
-        let low_start = start_xyz[2] < self.setup.safety.board_clearance_m;
         let mut b = Builder {
             planner: self,
             steps: Vec::new(),
@@ -485,7 +483,7 @@ impl<'a> Planner<'a> {
                 },
             },
             gripper: start_g,
-            low_start,
+            leaving_start: true,
         };
         if start.is_some() {
             b.joint_move_to(
@@ -519,7 +517,6 @@ impl<'a> Planner<'a> {
             accel_rad_s2: self.accel,
             start_joints_rad: start_q,
             start_gripper_rad: start_g,
-            low_start,
             steps: b.steps,
             total_s,
         })
@@ -540,7 +537,11 @@ impl Builder<'_, '_> {
         grasp_point: bool,
     ) -> Result<(), PlanError> {
         let setup = self.planner.setup;
-        let env = Envelope::new(setup);
+        let env = if self.leaving_start {
+            Envelope::leaving(setup, &self.cur.sol.joints)
+        } else {
+            Envelope::new(setup)
+        };
         let start = self.cur.sol.joints;
         let joints_path: Vec<Joints> = path.iter().map(|p| p.sol.joints).collect();
         let end = *path.last().unwrap_or(&self.cur);
@@ -557,7 +558,7 @@ impl Builder<'_, '_> {
                 gripper_to,
                 self.planner.speed,
                 self.planner.accel,
-                at_grasp || self.low_start,
+                at_grasp,
             )
             .map_err(unsafe_step)?;
         }
@@ -567,8 +568,7 @@ impl Builder<'_, '_> {
             let q = point_on_path(&start, &joints_path, len * k as f64 / samples as f64);
             // Between waypoints only the last approach to a grasp point may be low.
             let near_grasp = grasp_point && k * n / samples + 1 >= n;
-            env.check_height(&q, near_grasp || self.low_start)
-                .map_err(unsafe_step)?;
+            env.check_height(&q, near_grasp).map_err(unsafe_step)?;
         }
         let gripper_len = (gripper_to - self.gripper).abs();
         let mut duration =
@@ -602,8 +602,8 @@ impl Builder<'_, '_> {
         });
         self.cur = end;
         self.gripper = gripper_to;
-        // Only the first step may start low.
-        self.low_start = false;
+        // Only the first step leaves the start pose.
+        self.leaving_start = false;
         Ok(())
     }
 

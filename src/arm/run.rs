@@ -272,8 +272,7 @@ impl<'a, P: BusPort> Executor<'a, P> {
         let mut final_states = Vec::new();
         for (i, step) in plan.steps.iter().enumerate() {
             tracing::info!(step = i + 1, of = plan.steps.len(), what = %step.what, "arm step");
-            let low = plan.low_start && i == 0;
-            match self.run_step(step, q, g, plan, low) {
+            match self.run_step(step, q, g, plan, i == 0) {
                 Ok(states) => final_states = states,
                 Err(failure) => return Err(self.fail(&step.what, failure)),
             }
@@ -293,9 +292,14 @@ impl<'a, P: BusPort> Executor<'a, P> {
         g: f64,
         plan: &Plan,
         grasp: bool,
+        leaving: bool,
     ) -> Result<Vec<ServoGoal>, StepFailure> {
-        Envelope::new(self.setup)
-            .command(q, g, plan.speed_rad_s, plan.accel_rad_s2, grasp)
+        let env = if leaving {
+            Envelope::leaving(self.setup, &plan.start_joints_rad)
+        } else {
+            Envelope::new(self.setup)
+        };
+        env.command(q, g, plan.speed_rad_s, plan.accel_rad_s2, grasp)
             .map(|c| c.goals)
             .map_err(StepFailure::Unsafe)
     }
@@ -306,11 +310,10 @@ impl<'a, P: BusPort> Executor<'a, P> {
         start: Joints,
         start_gripper: f64,
         plan: &Plan,
-        low_start: bool,
+        leaving_start: bool,
     ) -> Result<Vec<ServoState>, StepFailure> {
         // Below the clearance is allowed only going to, at or leaving a grasp point.
-        let grasp = low_start
-            || step.grasp_point
+        let grasp = step.grasp_point
             || matches!(
                 step.kind,
                 StepKind::Lift | StepKind::Grip | StepKind::Release
@@ -332,7 +335,7 @@ impl<'a, P: BusPort> Executor<'a, P> {
                 1.0
             };
             let g = start_gripper + (step.gripper_rad - start_gripper) * f;
-            let goals = self.command(&q, g, plan, grasp)?;
+            let goals = self.command(&q, g, plan, grasp, leaving_start)?;
             self.bus.write_goals(&goals).map_err(StepFailure::Bus)?;
             // Read back every tick: a lost servo or a blocked joint is caught
             // within one period, not at the end of the step (the gripper is
@@ -355,7 +358,13 @@ impl<'a, P: BusPort> Executor<'a, P> {
             }
             self.clock.sleep(CONTROL_PERIOD);
         }
-        let goals = self.command(&step.joints_rad, step.gripper_rad, plan, grasp)?;
+        let goals = self.command(
+            &step.joints_rad,
+            step.gripper_rad,
+            plan,
+            grasp,
+            leaving_start,
+        )?;
         // The gripper stops on the piece when closing or holding; check it only when opening.
         let check_goals: Vec<ServoGoal> = if step.kind == StepKind::Release {
             goals

@@ -70,15 +70,43 @@ pub struct ServoCommand {
     pub grasp_point: bool,
 }
 
+/// How far below its starting height the tool may dip while leaving a low
+/// start pose (an arm parked folded on the table).
+pub const LEAVE_SLACK_M: f64 = 0.005;
+
 /// The envelope for one arm setup.
 #[derive(Debug, Clone)]
 pub struct Envelope<'a> {
     setup: &'a ArmSetup,
+    /// Leaving a start pose outside the margins: the margin-shrunk limits
+    /// widen to include it (never past the hard limits), and the height
+    /// floor drops to just below it.
+    leaving: Option<(Joints, f64)>,
 }
 
 impl<'a> Envelope<'a> {
     pub fn new(setup: &'a ArmSetup) -> Envelope<'a> {
-        Envelope { setup }
+        Envelope {
+            setup,
+            leaving: None,
+        }
+    }
+
+    /// The envelope for the move out of a start pose that may lie inside
+    /// the joint margins or below the clearance (a parked arm): motion from
+    /// there back into the envelope is allowed, nothing farther out.
+    pub fn leaving(setup: &'a ArmSetup, start: &Joints) -> Envelope<'a> {
+        let board_from_arm = setup.board.arm_from_board.inverse();
+        let lowest = setup
+            .model
+            .joint_points(start)
+            .iter()
+            .map(|p| board_from_arm.transform_point(p).z)
+            .fold(f64::INFINITY, f64::min);
+        Envelope {
+            setup,
+            leaving: Some((*start, lowest - LEAVE_SLACK_M)),
+        }
     }
 
     /// Highest speed register value allowed (steps/s).
@@ -103,14 +131,14 @@ impl<'a> Envelope<'a> {
             .joints
             .iter()
             .zip(&s.maps.joints)
-            .map(|(j, m)| {
-                (
-                    j.name.as_str(),
-                    j.servo_id,
-                    *m,
-                    j.lower + margin,
-                    j.upper - margin,
-                )
+            .enumerate()
+            .map(|(i, (j, m))| {
+                let (mut lo, mut hi) = (j.lower + margin, j.upper - margin);
+                if let Some((start, _)) = &self.leaving {
+                    lo = lo.min(start[i]).max(j.lower);
+                    hi = hi.max(start[i]).min(j.upper);
+                }
+                (j.name.as_str(), j.servo_id, *m, lo, hi)
             })
             .collect();
         let g = &s.model.gripper.joint;
@@ -227,6 +255,10 @@ impl<'a> Envelope<'a> {
                 ("the tool".to_owned(), min)
             } else {
                 (format!("joint {}", s.model.joints[i].name), clearance)
+            };
+            let min = match self.leaving {
+                Some((_, floor)) => min.min(floor),
+                None => min,
             };
             if height < min - 1e-9 {
                 return Err(SafetyViolation::TooLow {

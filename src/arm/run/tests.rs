@@ -327,3 +327,33 @@ fn next_move_plans_from_the_present_pose() {
         .unwrap();
     ex.execute(&second).unwrap();
 }
+
+#[test]
+fn a_parked_arm_inside_the_margins_moves_out_to_rest() {
+    let clock = Arc::new(ManualClock::new());
+    let (r, port) = rig_with_clock(clock.clone());
+    // Folded like a parked SO-101: shoulder and elbow inside their limit margins.
+    let parked: Joints = [0.0, -1.72, 1.68, 1.2, 0.0];
+    for (i, q) in parked.iter().enumerate() {
+        let steps = r.setup.maps.joints[i].steps(*q).round() as i32;
+        r.sim
+            .bus()
+            .move_by_hand(r.setup.model.joints[i].servo_id, steps);
+    }
+    // The ordinary envelope refuses that pose...
+    let env = Envelope::new(&r.setup);
+    assert!(matches!(
+        env.command(&parked, 0.5, 1.0, 3.0, false),
+        Err(SafetyViolation::JointLimit { .. })
+    ));
+    // ...but moving out of it, back into the envelope, is allowed.
+    let mut ex = Executor::new(bus(port), &r.setup, clock);
+    let start = ex.connect().unwrap();
+    let plan = plan_from(&r.setup, start, "e2e4");
+    ex.execute(&plan).unwrap();
+    // Leaving never widens past the hard limits.
+    let mut beyond = parked;
+    beyond[1] = r.setup.model.joints[1].lower - 0.01;
+    let leaving = Envelope::leaving(&r.setup, &parked);
+    assert!(leaving.command(&beyond, 0.5, 1.0, 3.0, false).is_err());
+}
