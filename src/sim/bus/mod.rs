@@ -26,6 +26,10 @@ pub const MAX_ACCEL_STEPS_PER_S2: f64 = 50_000.0;
 pub const FREE_LOAD_PERMILLE: i32 = 80;
 /// Load a servo reports when pushing against an obstacle: full stall torque (0.1 %).
 pub const BLOCKED_LOAD_PERMILLE: i32 = 1000;
+/// Time for the load to build up from free to full stall torque while
+/// pushing an obstacle (the servo's current loop winds up over a few
+/// hundred milliseconds).
+pub const LOAD_RISE_S: f64 = 0.2;
 /// Integration step of the motion model.
 const MOTION_STEP: Duration = Duration::from_millis(1);
 /// Supply voltage reported (0.1 V).
@@ -67,6 +71,8 @@ pub struct SimServo {
     blocked_at: Option<(f64, f64)>,
     angle_error: bool,
     pushing: bool,
+    /// How long the servo has been pushing the obstacle.
+    push_time: f64,
     skip_replies: u32,
     corrupt_replies: u32,
     short_replies: u32,
@@ -85,6 +91,7 @@ impl SimServo {
             blocked_at: None,
             angle_error: false,
             pushing: false,
+            push_time: 0.0,
             skip_replies: 0,
             corrupt_replies: 0,
             short_replies: 0,
@@ -135,7 +142,8 @@ impl SimServo {
         self.set(reg::PRESENT_POSITION, pos);
         self.set(reg::PRESENT_SPEED, self.velocity.round() as i32);
         let load = if self.pushing {
-            BLOCKED_LOAD_PERMILLE
+            let f = (self.push_time / LOAD_RISE_S).min(1.0);
+            FREE_LOAD_PERMILLE + (f64::from(BLOCKED_LOAD_PERMILLE - FREE_LOAD_PERMILLE) * f) as i32
         } else if self.get(reg::TORQUE_ENABLE) != 0 {
             FREE_LOAD_PERMILLE
         } else {
@@ -158,6 +166,7 @@ impl SimServo {
         self.pushing = false;
         if self.get(reg::TORQUE_ENABLE) == 0 {
             self.velocity = 0.0;
+            self.push_time = 0.0;
             return;
         }
         let speed = match self.get(reg::GOAL_SPEED).unsigned_abs() {
@@ -195,6 +204,11 @@ impl SimServo {
             };
             self.pushing = goal_beyond && (next - wall).abs() < 0.5;
         }
+        self.push_time = if self.pushing {
+            self.push_time + dt
+        } else {
+            0.0
+        };
         self.position = next;
     }
 }
