@@ -9,7 +9,7 @@ use super::*;
 use crate::arm::bus::BusTiming;
 use crate::arm::clock::ManualClock;
 use crate::arm::feetech::{ErrorBits, ServoFault};
-use crate::arm::plan::{Planner, SlotState};
+use crate::arm::plan::{Planner, SlotState, StepKind};
 use crate::sim::bus::{SimBus, SimFault, SimPort};
 
 const START: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
@@ -356,4 +356,34 @@ fn a_parked_arm_inside_the_margins_moves_out_to_rest() {
     beyond[1] = r.setup.model.joints[1].lower - 0.01;
     let leaving = Envelope::leaving(&r.setup, &parked);
     assert!(leaving.command(&beyond, 0.5, 1.0, 3.0, false).is_err());
+}
+
+#[test]
+fn jaws_stopped_by_the_piece_are_a_grip_not_a_stall() {
+    let clock = Arc::new(ManualClock::new());
+    let (r, port) = rig_with_clock(clock.clone());
+    // The pawn stops the jaws at its width, pushing back ever harder.
+    let g = &r.setup.model.gripper;
+    let at_piece = g.angle_for_width(r.setup.pieces.pawn.grip_width_m);
+    let wall = r.setup.maps.gripper.steps(at_piece).round() as i32;
+    r.sim.bus().inject(SimFault::Block {
+        id: 6,
+        at_step: wall,
+    });
+    let mut ex = Executor::new(bus(port), &r.setup, clock);
+    let start = ex.connect().unwrap();
+    let plan = plan_from(&r.setup, start, "e2e4");
+    ex.execute(&plan).unwrap();
+    // The grip commanded the jaws past the piece (a squeeze), so they really
+    // pushed against it for the whole carry, and the move still completed.
+    let grip = plan
+        .steps
+        .iter()
+        .find(|s| s.kind == StepKind::Grip)
+        .unwrap();
+    assert!(
+        grip.servo_steps[5] < wall,
+        "{} vs {wall}",
+        grip.servo_steps[5]
+    );
 }
