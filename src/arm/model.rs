@@ -444,7 +444,8 @@ impl ArmModel {
         let mut sol = self.solve_with_roll(target, pitch, roll, limit_margin, near)?;
         if jaw_align.is_some() {
             for _ in 0..3 {
-                let r = self.aligning_roll(&sol.joints, jaw_align, limit_margin);
+                let r =
+                    self.aligning_roll(&sol.joints, jaw_align, limit_margin, near.map(|n| n[4]));
                 if (r - roll).abs() < 1e-9 {
                     break;
                 }
@@ -455,8 +456,17 @@ impl ArmModel {
         Ok(sol)
     }
 
-    /// The wrist roll (within limits) that lines the jaws up with `align` or its perpendicular.
-    fn aligning_roll(&self, q: &Joints, align: Option<Vector2<f64>>, margin: f64) -> f64 {
+    /// The wrist roll (within limits) that lines the jaws up with `align` or
+    /// its perpendicular: the one nearest `reference` (the previous roll, so
+    /// a path does not flip the wrist by 90°), else the one nearest zero.
+    fn aligning_roll(
+        &self,
+        q: &Joints,
+        align: Option<Vector2<f64>>,
+        margin: f64,
+        reference: Option<f64>,
+    ) -> f64 {
+        let reference = reference.unwrap_or(0.0);
         let Some(b) = align.filter(|b| b.norm() > 1e-9) else {
             return q[4];
         };
@@ -482,7 +492,7 @@ impl ArmModel {
                 if r < joint.lower + margin || r > joint.upper - margin {
                     continue;
                 }
-                if best.is_none_or(|b| r.abs() < b.abs()) {
+                if best.is_none_or(|b| (r - reference).abs() < (b - reference).abs()) {
                     best = Some(r);
                 }
             }

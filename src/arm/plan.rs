@@ -25,6 +25,14 @@ pub const GRIP_SETTLE_S: f64 = 0.25;
 /// Close this much below the piece's grip width so the jaws press it; the
 /// gripper's torque limit keeps the squeeze gentle.
 pub const SQUEEZE_M: f64 = 0.003;
+/// How far below travel height the tool may sag between travel waypoints
+/// (joint-space interpolation between points 2 cm apart on a line bows a
+/// little); the travel clearance above the king (15 mm) absorbs it.
+pub const TRAVEL_SAG_M: f64 = 0.005;
+/// Waypoint spacing on travel lines: closer than on vertical lines because
+/// sweeps past the base turn the pan fast and joint interpolation between
+/// distant waypoints would sag below travel height.
+pub const TRAVEL_SPACING_M: f64 = WAYPOINT_SPACING_M / 2.0;
 /// Samples checked between two waypoints for the height envelope.
 const SAMPLES_PER_SEGMENT: usize = 4;
 
@@ -43,6 +51,12 @@ pub enum PlanError {
     GraveyardFull { slots: usize },
     #[error("no spare {role} left in the reserve: put one there")]
     NoReserve { role: String },
+    #[error("step {step:?} would travel {height_mm:.0} mm above the board, below the {min_mm:.0} mm that clears standing pieces")]
+    TravelTooLow {
+        step: String,
+        height_mm: f64,
+        min_mm: f64,
+    },
     #[error("step {step:?} would leave the safety envelope: {source}")]
     Unsafe {
         step: String,
@@ -259,6 +273,8 @@ struct Builder<'p, 'a> {
     gripper: f64,
     /// The first step leaves the start pose, which may be outside the envelope.
     leaving_start: bool,
+    /// A piece is in the jaws.
+    carrying: bool,
 }
 
 impl<'a> Planner<'a> {
@@ -484,6 +500,7 @@ impl<'a> Planner<'a> {
             },
             gripper: start_g,
             leaving_start: true,
+            carrying: false,
         };
         if start.is_some() {
             b.joint_move_to(
@@ -569,6 +586,25 @@ impl Builder<'_, '_> {
             // Between waypoints only the last approach to a grasp point may be low.
             let near_grasp = grasp_point && k * n / samples + 1 >= n;
             env.check_height(&q, near_grasp).map_err(unsafe_step)?;
+            // Travel keeps a carried piece (or the empty jaws) above the
+            // standing pieces (except the first step, which leaves wherever
+            // the arm happens to be).
+            if kind == StepKind::Travel && !self.leaving_start {
+                let p = setup.model.tool_point(&q);
+                let z = setup.board.arm_from_board.inverse_transform_point(&p).z;
+                let min = if self.carrying {
+                    setup.travel_height() - TRAVEL_SAG_M
+                } else {
+                    setup.tallest() + setup.pieces.travel_clearance_m
+                };
+                if z < min {
+                    return Err(PlanError::TravelTooLow {
+                        step: what.clone(),
+                        height_mm: z * 1000.0,
+                        min_mm: min * 1000.0,
+                    });
+                }
+            }
         }
         let gripper_len = (gripper_to - self.gripper).abs();
         let mut duration =
@@ -621,7 +657,7 @@ impl Builder<'_, '_> {
             + (to.xyz[1] - from.xyz[1]).powi(2)
             + (to.xyz[2] - from.xyz[2]).powi(2))
         .sqrt();
-        let n = (d / WAYPOINT_SPACING_M).ceil().max(1.0) as usize;
+        let n = (d / TRAVEL_SPACING_M).ceil().max(1.0) as usize;
         let mut path = Vec::with_capacity(n);
         let mut prev = from.sol;
         let candidates = self.setup().pitch_candidates();
@@ -709,6 +745,7 @@ impl Builder<'_, '_> {
             closed,
             true,
         )?;
+        self.carrying = true;
         let up: Vec<Pose> = up_from.iter().skip(1).copied().collect();
         self.push(
             StepKind::Lift,
@@ -733,6 +770,7 @@ impl Builder<'_, '_> {
             open,
             true,
         )?;
+        self.carrying = false;
         let up: Vec<Pose> = up_to.iter().skip(1).copied().collect();
         self.push(StepKind::Lift, format!("up from {}", t.to), up, open, false)
     }
