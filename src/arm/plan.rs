@@ -670,7 +670,12 @@ impl Builder<'_, '_> {
             rest.sort_by(|a, b| (a - want).abs().total_cmp(&(b - want).abs()));
             order.extend(rest);
             let sol = order.iter().find_map(|&p| {
-                let s = self.setup().solve(xyz, p, Some(&prev.joints)).ok()?;
+                // The wrist roll turns evenly from the start's to the target's
+                // (both line the jaws up with the board), not by re-aligning
+                // at every waypoint, which could flip it by 90°.
+                let mut seed = prev.joints;
+                seed[4] = from.sol.joints[4] + (to.sol.joints[4] - from.sol.joints[4]) * f;
+                let s = self.setup().solve_with_roll(xyz, p, &seed).ok()?;
                 let smooth = s
                     .joints
                     .iter()

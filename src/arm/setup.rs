@@ -229,6 +229,18 @@ impl ArmSetup {
         self.solve_arm(&target, pitch, near)
     }
 
+    /// IK keeping the wrist roll of `seed` (no jaw alignment), nearest `seed`.
+    pub fn solve_with_roll(
+        &self,
+        board_xyz: [f64; 3],
+        pitch: f64,
+        seed: &Joints,
+    ) -> Result<IkSolution, IkError> {
+        let target = self.board.to_arm(board_xyz[0], board_xyz[1], board_xyz[2]);
+        self.model
+            .ik(&target, pitch, None, self.joint_margin(), Some(seed))
+    }
+
     fn solve_arm(
         &self,
         target: &Point3<f64>,
