@@ -332,3 +332,23 @@ fn a_slot_that_does_not_exist_is_an_error() {
         .unwrap_err();
     assert!(err.to_string().contains("graveyard 100"), "{err}");
 }
+
+/// With the default setup every legal move of random games gets a plan
+/// (the property test above accepts refusals; this one does not).
+#[test]
+fn random_game_moves_all_get_plans() {
+    let s = setup();
+    let planner = Planner::new(&s);
+    let mut failures = Vec::new();
+    for seed in 0..40u64 {
+        let pos = random_position(seed, (seed as usize * 7) % 90);
+        let moves = pos.legal_moves();
+        let Some(mv) = moves.get((seed as usize * 13) % moves.len().max(1)) else {
+            continue;
+        };
+        if let Err(e) = planner.plan(&pos, *mv, None, &mut SlotState::default()) {
+            failures.push(format!("{}: {e}", crate::game::uci_of(*mv)));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
