@@ -43,6 +43,7 @@ pub struct Config {
     pub game: GameConfig,
     pub service: ServiceConfig,
     pub engine: crate::engine::EngineConfig,
+    pub arm: crate::arm::config::ArmConfig,
 }
 
 /// `[log]`: how the program reports what it does.
@@ -149,6 +150,7 @@ impl Config {
         if let Err((key, value, allowed)) = self.engine.check() {
             return Err(invalid(key, value, allowed));
         }
+        self.arm.validate(origin)?;
         Ok(())
     }
 }

@@ -8,10 +8,14 @@
 //! - [`game`]: the rules (on top of shakmaty), move input, PGN, the crash-safe journal.
 //! - [`recognition`]: which legal move the camera saw, and when it was complete.
 //! - [`service`]: the robot process: modes, web interface, voice.
+//! - [`arm`]: the robot arm: servo bus, kinematics, board placement, move planning, safety.
+//! - [`sim`]: simulated hardware (the servo bus on a pseudo-terminal) for tests and demos.
 
+pub mod arm;
 pub mod config;
 pub mod engine;
 pub mod game;
 pub mod logging;
 pub mod recognition;
 pub mod service;
+pub mod sim;

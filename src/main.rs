@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 use chessbot::config::Config;
 use chessbot::logging::{self, LogFormat};
 
+mod arm_cli;
 mod cli;
 mod engine_cli;
 
@@ -42,6 +43,9 @@ enum Command {
         #[arg(long)]
         bind: Option<std::net::SocketAddr>,
     },
+    /// The robot arm: reach audit, move plans, running moves, calibration, benchmarks.
+    #[command(subcommand)]
+    Arm(arm_cli::ArmCommand),
     /// Run the built-in engine as a UCI engine on stdin/stdout.
     Uci,
     /// Play engines against each other: score, Elo difference, PGN.
@@ -129,6 +133,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Pgn(PgnCommand::Replay { file }) => cli::pgn_replay(&file),
         Command::Serve { bind } => cli::serve(config, bind),
+        Command::Arm(cmd) => arm_cli::run(&config, cmd),
         Command::Uci => engine_cli::uci(&config),
         Command::Match(args) => engine_cli::run_match(&config, &args),
         Command::Bench(BenchCommand::Engine { depth }) => {
