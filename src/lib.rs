@@ -5,7 +5,9 @@
 //!
 //! - [`config`]: the typed configuration, parsed once.
 //! - [`game`]: the rules (on top of shakmaty), move input, PGN, the crash-safe journal.
+//! - [`sim`]: the simulated board, camera, renderer, ground truth and scripted opponent.
 
 pub mod config;
 pub mod game;
 pub mod logging;
+pub mod sim;

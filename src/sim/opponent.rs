@@ -1,0 +1,1 @@
+//! Scripted opponent (coming next).
