@@ -42,6 +42,41 @@ enum Command {
 enum SimCommand {
     /// Render one frame of a position and its ground truth.
     Render(SimRenderArgs),
+    /// Render a scripted person playing a game: numbered frames + truth.jsonl.
+    Game(SimGameArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct SimGameArgs {
+    /// The moves (`1. e4 e5 2. Nf3`, SAN or UCI), or a file holding them.
+    #[arg(long, conflicts_with = "random")]
+    moves: Option<String>,
+    /// Play this many random legal moves instead.
+    #[arg(long)]
+    random: Option<usize>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// overhead, angled, low, or x,y,z,yaw,pitch,roll.
+    #[arg(long, default_value = "overhead", allow_hyphen_values = true)]
+    camera: String,
+    /// wooden, vinyl or printed.
+    #[arg(long, default_value = "wooden")]
+    board: String,
+    #[arg(long, default_value_t = 640)]
+    width: u32,
+    #[arg(long, default_value_t = 480)]
+    height: u32,
+    #[arg(long, default_value_t = 30.0)]
+    fps: f64,
+    /// Before these plies (1 = the first move) the person first makes an illegal move and takes it back.
+    #[arg(long, value_delimiter = ',')]
+    illegal: Vec<usize>,
+    /// Write PNG frames instead of JPEG.
+    #[arg(long)]
+    png: bool,
+    /// Output folder.
+    #[arg(long)]
+    out: PathBuf,
 }
 
 #[derive(clap::Args, Debug)]
@@ -122,6 +157,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Sim(SimCommand::Render(args)) => sim_render(&args),
+        Command::Sim(SimCommand::Game(args)) => sim_game(&args),
         Command::Bench(BenchCommand::Render {
             width,
             height,
@@ -133,6 +169,78 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
     }
 }
+
+fn sim_game(args: &SimGameArgs) -> anyhow::Result<ExitCode> {
+    use chessbot::sim::opponent::{parse_moves, random_moves, OpponentStyle, ScriptedGame};
+    use chessbot::sim::record::{record_game, FrameFormat};
+    use chessbot::sim::{Realism, Renderer, SceneSpec};
+    use rand::SeedableRng;
+    use shakmaty::Position;
+
+    let start = shakmaty::Chess::default();
+    let moves = match (&args.moves, args.random) {
+        (Some(text), _) => {
+            let path = std::path::Path::new(text);
+            let text = if path.is_file() {
+                std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?
+            } else {
+                text.clone()
+            };
+            parse_moves(&start, &text)?
+        }
+        (None, Some(n)) => {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed);
+            random_moves(&start, n, &mut rng)
+        }
+        (None, None) => anyhow::bail!("give the moves with --moves or ask for --random N"),
+    };
+    let spec = SceneSpec {
+        board: args.board.parse()?,
+        set: None,
+        camera: args.camera.parse()?,
+        width: args.width,
+        height: args.height,
+        realism: Realism::Webcam,
+    };
+    let scene = spec.build(start.board(), args.seed)?;
+    let style = OpponentStyle {
+        fps: args.fps,
+        illegal_before: args.illegal.iter().map(|p| p.saturating_sub(1)).collect(),
+        ..OpponentStyle::default()
+    };
+    let game = ScriptedGame::new(scene.world, start, &moves, style, args.seed)?;
+    let total = game.frame_count();
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(indicatif::ProgressStyle::with_template(
+        "{bar:40} {pos}/{len} frames ({per_sec}, eta {eta})",
+    )?);
+    let mut renderer = Renderer::new(scene.camera);
+    let format = if args.png {
+        FrameFormat::Png
+    } else {
+        FrameFormat::Jpeg(GAME_JPEG_QUALITY)
+    };
+    let n = record_game(
+        game,
+        &mut renderer,
+        &scene.options,
+        format,
+        args.fps,
+        &args.out,
+        |_| bar.inc(1),
+    )?;
+    bar.finish();
+    println!(
+        "wrote {n} frames of {} moves to {}",
+        moves.len(),
+        args.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// JPEG quality of game frames (a webcam stream's typical quality).
+const GAME_JPEG_QUALITY: u8 = 85;
 
 fn sim_render(args: &SimRenderArgs) -> anyhow::Result<ExitCode> {
     use chessbot::sim::{scene, Realism, SceneSpec};

@@ -205,3 +205,58 @@ fn hand_over_a_square_is_reported_as_occluding_it() {
         "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR"
     );
 }
+
+#[test]
+fn a_recorded_game_has_one_truth_line_per_frame_file() {
+    use chessbot::sim::opponent::{parse_moves, OpponentStyle, ScriptedGame};
+    use chessbot::sim::record::{record_game, FrameFormat};
+    use chessbot::sim::Renderer;
+    use shakmaty::{Chess, Position};
+
+    let start = Chess::default();
+    let moves = parse_moves(&start, "1. e4").unwrap();
+    let scene = spec(
+        BoardStyle::Vinyl,
+        CameraPreset::Overhead,
+        96,
+        72,
+        Realism::Webcam,
+    )
+    .build(start.board(), 8)
+    .unwrap();
+    let game = ScriptedGame::new(scene.world, start, &moves, OpponentStyle::default(), 8).unwrap();
+    let expected = game.frame_count();
+    let dir = tempfile::tempdir().unwrap();
+    let mut renderer = Renderer::new(scene.camera);
+    let mut seen = 0;
+    let n = record_game(
+        game,
+        &mut renderer,
+        &scene.options,
+        FrameFormat::Jpeg(80),
+        30.0,
+        dir.path(),
+        |k| seen = k,
+    )
+    .unwrap();
+    assert_eq!((n, seen), (expected, expected));
+    let text = std::fs::read_to_string(dir.path().join("truth.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len() as u64, n);
+    for l in &lines {
+        assert!(dir.path().join(l["file"].as_str().unwrap()).is_file());
+    }
+    let last = lines.last().unwrap();
+    assert_eq!(
+        last["board_fen"],
+        "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR"
+    );
+    assert!(lines.iter().any(|l| l["hand_visible"] == true));
+    let cam: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("camera.json")).unwrap())
+            .unwrap();
+    assert_eq!(cam["corners"].as_array().unwrap().len(), 4);
+}

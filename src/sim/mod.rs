@@ -9,6 +9,7 @@
 //! - [`truth`]: per-frame ground truth (corners, grid, squares, camera).
 //! - [`scene`]: seeded scenes with all realism knobs drawn from one seed.
 //! - [`opponent`]: the scripted person playing moves, frame by frame.
+//! - [`record`]: the file adapter writing a scripted game's frames and truth.
 //! - [`pieces`], [`mesh`], [`texture`]: Staunton meshes and procedural textures.
 //!
 //! Frames: the board frame has its origin at a1's outer corner, x toward the
@@ -19,6 +20,7 @@ pub mod camera;
 pub mod mesh;
 pub mod opponent;
 pub mod pieces;
+pub mod record;
 pub mod render;
 pub mod scene;
 pub mod texture;
@@ -44,4 +46,6 @@ pub enum SimError {
     BadScript(String),
     #[error("OpenCV: {0}")]
     OpenCv(String),
+    #[error("writing output: {0}")]
+    Io(String),
 }

@@ -142,6 +142,18 @@ impl Image {
         })
     }
 
+    /// JPEG bytes of the picture at a quality (1..=100).
+    pub fn encode_jpeg(&self, quality: u8) -> Result<Vec<u8>, SimError> {
+        let mat = self.to_bgr_mat()?;
+        let mut buf = Vector::<u8>::new();
+        let params = Vector::from_slice(&[
+            imgcodecs::IMWRITE_JPEG_QUALITY,
+            i32::from(quality.clamp(1, 100)),
+        ]);
+        imgcodecs::imencode(".jpg", &mat, &mut buf, &params).map_err(cv)?;
+        Ok(buf.to_vec())
+    }
+
     /// PNG bytes of the picture.
     pub fn encode_png(&self) -> Result<Vec<u8>, SimError> {
         let mat = self.to_bgr_mat()?;
