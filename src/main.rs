@@ -103,6 +103,9 @@ struct SimRenderArgs {
     /// Put a hand reaching for this square into the picture (e.g. e4).
     #[arg(long, value_name = "SQUARE")]
     hand: Option<String>,
+    /// Put the robot arm's silhouette over this square (gripper 60 mm above it).
+    #[arg(long, value_name = "SQUARE")]
+    arm: Option<String>,
     /// Where to write the PNG.
     #[arg(long)]
     out: PathBuf,
@@ -239,6 +242,9 @@ fn sim_game(args: &SimGameArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Gripper height above the board for `sim render --arm` (hovering over a piece).
+const ARM_RENDER_HEIGHT_MM: f64 = 60.0;
+
 /// JPEG quality of game frames (a webcam stream's typical quality).
 const GAME_JPEG_QUALITY: u8 = 85;
 
@@ -266,6 +272,12 @@ fn sim_render(args: &SimRenderArgs) -> anyhow::Result<ExitCode> {
             .parse()
             .with_context(|| format!("--hand `{sq}` is not a square like e4"))?;
         scene::add_hand_over(&mut scene.world, sq, args.seed);
+    }
+    if let Some(sq) = &args.arm {
+        let sq: shakmaty::Square = sq
+            .parse()
+            .with_context(|| format!("--arm `{sq}` is not a square like e4"))?;
+        scene::add_arm_over(&mut scene.world, sq, ARM_RENDER_HEIGHT_MM);
     }
     let frame = chessbot::sim::render(&scene.world, &scene.camera, &scene.options)?;
     std::fs::write(&args.out, frame.image.encode_png()?)

@@ -260,3 +260,23 @@ fn a_recorded_game_has_one_truth_line_per_frame_file() {
             .unwrap();
     assert_eq!(cam["corners"].as_array().unwrap().len(), 4);
 }
+
+#[test]
+fn the_robot_arm_silhouette_is_seen_and_hides_the_square_it_is_over() {
+    use chessbot::sim::scene::add_arm_over;
+    let mut scene = spec(
+        BoardStyle::Wooden,
+        CameraPreset::Overhead,
+        320,
+        240,
+        Realism::Clean,
+    )
+    .build(&Board::default(), 4)
+    .unwrap();
+    add_arm_over(&mut scene.world, Square::D5, 60.0);
+    let f = render(&scene.world, &scene.camera, &scene.options).unwrap();
+    assert!(f.truth.arm_visible && !f.truth.hand_visible);
+    let hidden = f.truth.occluded_squares();
+    assert!(hidden.contains(&"d5".to_owned()), "{hidden:?}");
+    assert!(!hidden.contains(&"a1".to_owned()), "{hidden:?}");
+}

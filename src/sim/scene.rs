@@ -160,3 +160,24 @@ pub fn add_hand_over(world: &mut World, square: shakmaty::Square, seed: u64) {
 
 /// Keeps the hand's random stream apart from the scene's.
 const HAND_SEED_SALT: u64 = 0x4A4E_D5EE_D000_0001;
+
+/// Puts the robot arm's silhouette into the world, its base beside the
+/// board on Black's side of the h-file edge, its gripper `height_mm` above
+/// `square`.
+pub fn add_arm_over(world: &mut World, square: shakmaty::Square, height_mm: f64) {
+    let b = &world.board;
+    let base = Point3::new(
+        b.play_mm() + b.border_mm + ARM_BASE_OUT_MM,
+        b.play_mm() * 0.75,
+        -b.thickness_mm,
+    );
+    let c = b.square_centre(square);
+    world.arm = Some(super::world::ArmSilhouette::reaching(
+        base,
+        Point3::new(c.x, c.y, 0.0),
+        height_mm,
+    ));
+}
+
+/// The arm stands this far beside the board's frame, mm (clear of the graveyard row).
+const ARM_BASE_OUT_MM: f64 = 150.0;
