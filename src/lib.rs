@@ -9,7 +9,8 @@
 //! - [`recognition`]: which legal move the camera saw, and when it was complete.
 //! - [`service`]: the robot process: modes, web interface, voice.
 //! - [`arm`]: the robot arm: servo bus, kinematics, board placement, move planning, safety.
-//! - [`sim`]: simulated hardware (the servo bus on a pseudo-terminal) for tests and demos.
+//! - [`sim`]: the digital twin: board scene, camera, renderer, ground truth,
+//!   scripted opponent, and the simulated servo bus on a pseudo-terminal.
 
 pub mod arm;
 pub mod config;

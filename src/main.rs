@@ -12,6 +12,7 @@ use chessbot::logging::{self, LogFormat};
 mod arm_cli;
 mod cli;
 mod engine_cli;
+mod sim_cli;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -46,6 +47,9 @@ enum Command {
     /// The robot arm: reach audit, move plans, running moves, calibration, benchmarks.
     #[command(subcommand)]
     Arm(arm_cli::ArmCommand),
+    /// The simulated board and camera: render frames and scripted games.
+    #[command(subcommand)]
+    Sim(sim_cli::SimCommand),
     /// Run the built-in engine as a UCI engine on stdin/stdout.
     Uci,
     /// Play engines against each other: score, Elo difference, PGN.
@@ -75,6 +79,16 @@ enum BenchCommand {
         /// Depth searched in every position.
         #[arg(long, default_value_t = 12)]
         depth: u32,
+    },
+    /// Simulator: milliseconds per rendered frame (use a release build).
+    Render {
+        #[arg(long, default_value_t = 1280)]
+        width: u32,
+        #[arg(long, default_value_t = 720)]
+        height: u32,
+        /// Frames per configuration.
+        #[arg(long, default_value_t = 10)]
+        frames: u32,
     },
 }
 
@@ -134,6 +148,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Pgn(PgnCommand::Replay { file }) => cli::pgn_replay(&file),
         Command::Serve { bind } => cli::serve(config, bind),
         Command::Arm(cmd) => arm_cli::run(&config, cmd),
+        Command::Sim(cmd) => sim_cli::run(cmd),
+        Command::Bench(BenchCommand::Render {
+            width,
+            height,
+            frames,
+        }) => sim_cli::bench_render(width, height, frames),
         Command::Uci => engine_cli::uci(&config),
         Command::Match(args) => engine_cli::run_match(&config, &args),
         Command::Bench(BenchCommand::Engine { depth }) => {
