@@ -5,7 +5,10 @@
 //!
 //! - [`config`]: the typed configuration, parsed once.
 //! - [`game`]: the rules (on top of shakmaty), move input, PGN, the crash-safe journal.
+//! - [`vision`]: board localization and per-square state from camera frames.
+//! - [`camera`]: frame sources (live camera, video file, image folder).
 
 pub mod config;
 pub mod game;
 pub mod logging;
+pub mod vision;
