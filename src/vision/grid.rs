@@ -10,7 +10,7 @@
 
 use super::homography::{Homography, Pt};
 use super::image::GrayImage;
-use super::xcorners::XCorner;
+use super::xcorners::{phase_diff, XCorner};
 
 /// Neighbours of a seed considered for a cell hypothesis.
 const SEED_NEIGHBOURS: usize = 8;
@@ -21,6 +21,10 @@ const MAX_SEEDS: usize = 150;
 /// sub-pixel noise of a real corner and well inside half a cell.
 const GROW_TOLERANCE: f64 = 0.22;
 const FINAL_TOLERANCE: f64 = 0.15;
+/// A corner's bright-sector direction must be within this of what its
+/// lattice node's parity predicts (pi/2 apart for the two parities);
+/// perspective bends it by well under this across a board.
+const PHASE_TOLERANCE: f32 = 0.6;
 /// Growth radii (cells around the seed) for the successive refits.
 const GROW_RADII: [f64; 5] = [1.5, 2.5, 4.0, 6.0, 10.0];
 /// Fewer lattice-consistent corners than this is not a board: a 3x3 patch of
@@ -45,9 +49,16 @@ fn dist2(a: Pt, b: Pt) -> f64 {
 
 /// Corners near lattice nodes, one per node (the closest), within `radius`
 /// cells of the origin.
-fn collect(h: &Homography, pts: &[Pt], tol: f64, radius: f64) -> Support {
+fn collect(
+    h: &Homography,
+    pts: &[Pt],
+    phases: &[f32],
+    phase0: f32,
+    tol: f64,
+    radius: f64,
+) -> Support {
     let mut best: std::collections::HashMap<[i32; 2], (Pt, f64)> = Default::default();
-    for p in pts {
+    for (p, ph) in pts.iter().zip(phases) {
         let Some(q) = h.apply(*p) else { continue };
         let (ru, rv) = (q[0].round(), q[1].round());
         if ru.abs() > radius || rv.abs() > radius {
@@ -58,6 +69,16 @@ fn collect(h: &Homography, pts: &[Pt], tol: f64, radius: f64) -> Support {
             continue;
         }
         let node = [ru as i32, rv as i32];
+        if !phase0.is_nan() && !ph.is_nan() {
+            let want = if (node[0] + node[1]).rem_euclid(2) == 0 {
+                phase0
+            } else {
+                phase0 + std::f32::consts::FRAC_PI_2
+            };
+            if phase_diff(*ph, want) > PHASE_TOLERANCE {
+                continue;
+            }
+        }
         let e = best.entry(node).or_insert((*p, f64::INFINITY));
         if err < e.1 {
             *e = (*p, err);
@@ -78,26 +99,39 @@ fn refit(inl: &[(Pt, [i32; 2], f64)]) -> Option<Homography> {
 }
 
 /// Grows one cell hypothesis into a lattice; returns it with its support.
-fn grow(seed: Homography, pts: &[Pt]) -> Option<(Homography, Support)> {
+fn grow(
+    seed: Homography,
+    pts: &[Pt],
+    phases: &[f32],
+    phase0: f32,
+) -> Option<(Homography, Support)> {
     let mut h = seed;
     for r in GROW_RADII {
-        let inl = collect(&h, pts, GROW_TOLERANCE, r);
+        let inl = collect(&h, pts, phases, phase0, GROW_TOLERANCE, r);
         if inl.len() < 4 {
             return None;
         }
         h = refit(&inl)?;
     }
-    let inl = collect(&h, pts, FINAL_TOLERANCE, 100.0);
+    let inl = collect(&h, pts, phases, phase0, FINAL_TOLERANCE, 100.0);
     if inl.len() < 4 {
         return None;
     }
     let h = refit(&inl)?;
-    Some((h, collect(&h, pts, FINAL_TOLERANCE, 100.0)))
+    Some((h, collect(&h, pts, phases, phase0, FINAL_TOLERANCE, 100.0)))
 }
 
 /// The lattice that explains the most corners, or `None`.
 pub fn fit_lattice(corners: &[XCorner]) -> Option<LatticeFit> {
     let pts: Vec<Pt> = corners.iter().map(|c| [c.x, c.y]).collect();
+    let phases: Vec<f32> = corners.iter().map(|c| c.phase).collect();
+    // Axis neighbours have the other bright-sector direction; diagonal ones
+    // the same (unknown phases never veto).
+    let axis_ok = |i: usize, j: usize| {
+        phases[i].is_nan()
+            || phases[j].is_nan()
+            || phase_diff(phases[i], phases[j]) > std::f32::consts::FRAC_PI_4
+    };
     let mut best: Option<(Homography, Support)> = None;
     let mut explained = vec![false; pts.len()];
     for s in 0..pts.len().min(MAX_SEEDS) {
@@ -117,7 +151,7 @@ pub fn fit_lattice(corners: &[XCorner]) -> Option<LatticeFit> {
                     continue;
                 }
                 let cos = (da[0] * db[0] + da[1] * db[1]) / (la * lb);
-                if cos.abs() > 0.5 {
+                if cos.abs() > 0.5 || !axis_ok(s, a) || !axis_ok(s, b) {
                     continue;
                 }
                 let pc = [p0[0] + da[0] + db[0], p0[1] + da[1] + db[1]];
@@ -134,7 +168,7 @@ pub fn fit_lattice(corners: &[XCorner]) -> Option<LatticeFit> {
                 ) else {
                     continue;
                 };
-                let Some((h, inl)) = grow(h0, &pts) else {
+                let Some((h, inl)) = grow(h0, &pts, &phases, phases[s]) else {
                     continue;
                 };
                 if best.as_ref().is_none_or(|(_, b)| inl.len() > b.len()) {
@@ -313,6 +347,7 @@ mod tests {
                     x: p[0],
                     y: p[1],
                     response: 1.0,
+                    phase: f32::NAN,
                 });
             }
         }
@@ -322,6 +357,7 @@ mod tests {
                 x: 37.0 * k as f64 % 500.0,
                 y: 91.0 * k as f64 % 400.0,
                 response: 0.5,
+                phase: f32::NAN,
             });
         }
         v
@@ -370,6 +406,7 @@ mod tests {
                     x: q[0],
                     y: q[1],
                     response: 1.0,
+                    phase: f32::NAN,
                 }
             })
             .collect();

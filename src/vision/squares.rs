@@ -229,9 +229,12 @@ pub fn cell_features(
         };
         let centre_med = channel_median(&centre);
         let local = dist(centre_med, rims[i]) / contrast;
+        // Local reference: the median of the cell's own rim, which follows
+        // lighting gradients across the board.
+        let own_ref = rims[i];
         let own: Vec<&[f32; 3]> = centre
             .iter()
-            .filter(|p| dist(**p, rims[i]) / contrast > LOCAL_DEVIATION)
+            .filter(|p| dist(**p, own_ref) / contrast > LOCAL_DEVIATION)
             .collect();
         let frac_local = own.len() as f32 / n;
         let mut own_luma: Vec<f32> = own
@@ -239,7 +242,7 @@ pub fn cell_features(
             .map(|p| (luma(**p) - luma(dark)) / contrast)
             .collect();
         let luma_local = if own_luma.is_empty() {
-            (luma(rims[i]) - luma(dark)) / contrast
+            (luma(own_ref) - luma(dark)) / contrast
         } else {
             median(&mut own_luma)
         };

@@ -26,6 +26,31 @@ pub struct XCorner {
     pub x: f64,
     pub y: f64,
     pub response: f32,
+    /// Direction of the bright sectors (radians, modulo pi), or NaN when
+    /// unknown. Neighbours along a lattice axis differ by ~pi/2; diagonal
+    /// neighbours agree.
+    pub phase: f32,
+}
+
+/// Bright-sector direction at a point: half the phase of the ring's second
+/// angular harmonic.
+pub fn phase_at(gray: &GrayImage, x: f64, y: f64) -> f32 {
+    let (mut re, mut im) = (0.0f64, 0.0f64);
+    for k in 0..16 {
+        let a = k as f64 * std::f64::consts::PI / 8.0;
+        let Some(v) = gray.sample(x + RING_RADIUS * a.cos(), y + RING_RADIUS * a.sin()) else {
+            return f32::NAN;
+        };
+        re += v as f64 * (2.0 * a).cos();
+        im += v as f64 * (2.0 * a).sin();
+    }
+    (im.atan2(re) / 2.0).rem_euclid(std::f64::consts::PI) as f32
+}
+
+/// Difference of two phases modulo pi, in [0, pi/2].
+pub fn phase_diff(a: f32, b: f32) -> f32 {
+    let d = (a - b).rem_euclid(std::f32::consts::PI);
+    d.min(std::f32::consts::PI - d)
 }
 
 /// The ChESS response at every pixel (zero near the border).
@@ -124,11 +149,15 @@ pub fn detect(gray: &GrayImage) -> Vec<XCorner> {
                 x: x as f64 + ox,
                 y: y as f64 + oy,
                 response: v,
+                phase: f32::NAN,
             });
         }
     }
     found.sort_by(|a, b| b.response.total_cmp(&a.response));
     found.truncate(MAX_CANDIDATES);
+    for c in &mut found {
+        c.phase = phase_at(&smooth, c.x, c.y);
+    }
     found
 }
 
