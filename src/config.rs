@@ -40,6 +40,8 @@ pub enum ConfigError {
 pub struct Config {
     pub log: LogConfig,
     pub game: GameConfig,
+    pub camera: crate::camera::CameraConfig,
+    pub vision: crate::vision::VisionConfig,
 }
 
 /// `[log]`: how the program reports what it does.
@@ -139,6 +141,15 @@ impl Config {
                 "\"\"".into(),
                 "must be a directory path",
             ));
+        }
+        // Camera and vision check their own sections; the message names the key.
+        for check in [self.camera.validate(), self.vision.validate()] {
+            if let Err(message) = check {
+                return Err(ConfigError::Syntax {
+                    origin: origin.to_owned(),
+                    message,
+                });
+            }
         }
         Ok(())
     }

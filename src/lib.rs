@@ -8,6 +8,7 @@
 //! - [`vision`]: board localization and per-square state from camera frames.
 //! - [`camera`]: frame sources (live camera, video file, image folder).
 
+pub mod camera;
 pub mod config;
 pub mod game;
 pub mod logging;
