@@ -35,6 +35,70 @@ enum Command {
         #[command(subcommand)]
         cmd: VisionCmd,
     },
+    /// Calibrate the camera (intrinsics) or the board pose.
+    Calibrate {
+        #[command(subcommand)]
+        cmd: CalibrateCmd,
+    },
+    /// Benchmarks.
+    Bench {
+        #[command(subcommand)]
+        cmd: BenchCmd,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum CalibrateCmd {
+    /// Camera intrinsics from photos of a printed checkerboard.
+    Camera {
+        /// Folder with the checkerboard photos.
+        #[arg(long, value_name = "DIR")]
+        images: PathBuf,
+        /// Inner corners per row and column, e.g. 9x6.
+        #[arg(long, value_name = "COLSxROWS")]
+        pattern: String,
+        /// Side of one printed square in millimetres.
+        #[arg(long, value_name = "MM")]
+        square_mm: f64,
+        /// Output directory (camera.yml is written there).
+        #[arg(long, value_name = "DIR", default_value = "calibration")]
+        out: PathBuf,
+    },
+    /// Board pose from one frame of the empty board or the start position.
+    Board {
+        /// The frame.
+        #[arg(long, value_name = "FILE")]
+        image: PathBuf,
+        /// Manual fallback: outer corners a8 h8 h1 a1 as "x,y x,y x,y x,y".
+        #[arg(long, value_name = "\"x,y x,y x,y x,y\"")]
+        corners: Option<String>,
+        /// Where White sits: bottom, top, left, right (default: decided from the frame).
+        #[arg(long, value_name = "SIDE")]
+        white_at: Option<String>,
+        /// Board square size in millimetres (for the 3D pose with camera.yml).
+        #[arg(long, value_name = "MM")]
+        square_mm: Option<f64>,
+        /// Calibration directory (board.yml written there; camera.yml read if present).
+        #[arg(long, value_name = "DIR", default_value = "calibration")]
+        out: PathBuf,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCmd {
+    /// Time full board localization and a tracked 64-square read at 1280x720.
+    Vision {
+        /// A photo of a board (scaled to 1280x720).
+        #[arg(
+            long,
+            value_name = "FILE",
+            default_value = "../shared/data/real/webcam_wooden_boards/images/chessBoard013.jpg"
+        )]
+        image: PathBuf,
+        /// Timed runs of each.
+        #[arg(long, default_value_t = 30)]
+        runs: usize,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -62,6 +126,9 @@ enum VisionCmd {
         /// Write an overlay PNG showing the grid, square names and states.
         #[arg(long, value_name = "OUT.png")]
         overlay: Option<PathBuf>,
+        /// Longer side of the overlay image in pixels.
+        #[arg(long, default_value_t = 640)]
+        overlay_size: usize,
     },
     /// Evaluate localization and square reading on the labelled real photos.
     Eval {
@@ -106,6 +173,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Vision { cmd } => run_vision(cmd),
+        Command::Calibrate { cmd } => run_calibrate(cmd),
+        Command::Bench { cmd } => run_bench(cmd),
     }
 }
 
@@ -120,6 +189,7 @@ fn run_vision(cmd: VisionCmd) -> anyhow::Result<ExitCode> {
             white_at,
             json: _,
             overlay: overlay_path,
+            overlay_size,
         } => {
             let side: Option<Side> = white_at
                 .as_deref()
@@ -158,7 +228,7 @@ fn run_vision(cmd: VisionCmd) -> anyhow::Result<ExitCode> {
                     &fr.location,
                     Some(&fr.reading),
                     fr.orientation.white_at,
-                    640,
+                    overlay_size,
                 )?;
                 io::save_image(&drawn, &out)?;
             }
@@ -184,6 +254,137 @@ fn run_vision(cmd: VisionCmd) -> anyhow::Result<ExitCode> {
                 results.push((name, eval::evaluate_set(&set)));
             }
             println!("{}", eval::report(&results));
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn run_calibrate(cmd: CalibrateCmd) -> anyhow::Result<ExitCode> {
+    use chessbot::vision::{calibrate, io, pipeline, Side};
+    match cmd {
+        CalibrateCmd::Camera {
+            images,
+            pattern,
+            square_mm,
+            out,
+        } => {
+            let (cols, rows) = pattern
+                .split_once(['x', 'X'])
+                .and_then(|(c, r)| {
+                    Some((
+                        c.trim().parse::<usize>().ok()?,
+                        r.trim().parse::<usize>().ok()?,
+                    ))
+                })
+                .ok_or_else(|| {
+                    anyhow::anyhow!("--pattern {pattern:?}: expected COLSxROWS, e.g. 9x6")
+                })?;
+            let mut paths: Vec<PathBuf> = std::fs::read_dir(&images)
+                .with_context(|| format!("reading {}", images.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+                        ["png", "jpg", "jpeg", "bmp"].contains(&e.to_ascii_lowercase().as_str())
+                    })
+                })
+                .collect();
+            paths.sort();
+            let imgs = paths
+                .iter()
+                .map(|p| io::load_image(p))
+                .collect::<Result<Vec<_>, _>>()?;
+            let cal = calibrate::calibrate_camera(&imgs, cols, rows, square_mm)?;
+            std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+            let path = out.join("camera.yml");
+            calibrate::save_camera(&cal, &path)?;
+            println!(
+                "{} views of {} used; RMS reprojection error {:.3} px; fx {:.1} fy {:.1} cx {:.1} cy {:.1}; written to {}",
+                cal.views,
+                imgs.len(),
+                cal.rms_px,
+                cal.camera_matrix[0],
+                cal.camera_matrix[4],
+                cal.camera_matrix[2],
+                cal.camera_matrix[5],
+                path.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        CalibrateCmd::Board {
+            image,
+            corners,
+            white_at,
+            square_mm,
+            out,
+        } => {
+            let img = io::load_image(&image)?;
+            let given: Option<Side> = white_at
+                .as_deref()
+                .map(|s| {
+                    s.parse::<Side>()
+                        .map_err(|e| anyhow::anyhow!("--white-at {e}"))
+                })
+                .transpose()?;
+            let (grid_corners, side) = match corners {
+                Some(text) => {
+                    let named = calibrate::parse_corners(&text)?;
+                    let side = given.unwrap_or(Side::Bottom);
+                    (calibrate::grid_corners_from_named(named, side), side)
+                }
+                None => {
+                    let opts = pipeline::ReadOptions {
+                        white_at: given,
+                        ..Default::default()
+                    };
+                    let fr = pipeline::read_frame(&img, &opts)
+                        .context("finding the board automatically (use --corners to give them)")?;
+                    (fr.location.corners, fr.orientation.white_at)
+                }
+            };
+            let cam_path = out.join("camera.yml");
+            let camera_from_board = match (square_mm, cam_path.is_file()) {
+                (Some(mm), true) => {
+                    let cal = calibrate::load_camera(&cam_path)?;
+                    Some(calibrate::solve_board_pose(&cal, &grid_corners, mm)?)
+                }
+                _ => None,
+            };
+            let pose = calibrate::BoardPose {
+                grid_corners,
+                image_size: (img.width, img.height),
+                white_at: side,
+                camera_from_board,
+            };
+            std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+            let path = out.join("board.yml");
+            calibrate::save_board_pose(&pose, &path)?;
+            println!("board pose (White at {side}) written to {}", path.display());
+            if let Some((r, t)) = camera_from_board {
+                println!("camera_from_board: rvec {r:.4?} tvec_mm {t:.1?}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn run_bench(cmd: BenchCmd) -> anyhow::Result<ExitCode> {
+    use chessbot::vision::{bench, io};
+    match cmd {
+        BenchCmd::Vision { image, runs } => {
+            let img = io::load_image(&image)?;
+            let (full, tracked) = bench::bench(&img, runs)?;
+            println!(
+                "full localization (1280x720): median {:.2} ms, min {:.2} ms over {} runs",
+                full.median.as_secs_f64() * 1e3,
+                full.min.as_secs_f64() * 1e3,
+                full.runs
+            );
+            println!(
+                "tracked read of 64 squares (1280x720): median {:.2} ms, min {:.2} ms over {} runs",
+                tracked.median.as_secs_f64() * 1e3,
+                tracked.min.as_secs_f64() * 1e3,
+                tracked.runs
+            );
             Ok(ExitCode::SUCCESS)
         }
     }

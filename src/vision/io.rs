@@ -78,7 +78,9 @@ pub fn load_image(path: &Path) -> Result<RgbImage, VisionError> {
 /// Writes an image file; the format follows the extension (`.png`, `.jpg`).
 pub fn save_image(img: &RgbImage, path: &Path) -> Result<(), VisionError> {
     let mat = bgr_mat_from_rgb(img)?;
-    let ok = imgcodecs::imwrite_def(path, &mat)?;
+    // Maximum PNG compression: overlays are committed for review.
+    let params = opencv::core::Vector::<i32>::from_slice(&[imgcodecs::IMWRITE_PNG_COMPRESSION, 9]);
+    let ok = imgcodecs::imwrite(path, &mat, &params)?;
     if !ok {
         return Err(VisionError::Input(format!(
             "{}: could not write image",

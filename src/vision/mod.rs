@@ -10,6 +10,7 @@
 //! - [`orientation`]: which corner is a1.
 //! - [`motion`]: hand-over-board and scene-settled detection for video.
 
+pub mod bench;
 pub mod calibrate;
 pub mod eval;
 pub mod grid;

@@ -44,20 +44,40 @@ pub struct FrameReading {
 /// Minimum light/dark alternation (fraction of the full-board value) for a
 /// tracked location to be trusted: a bumped board or camera drops it to ~0.
 const TRACK_MIN_ALTERNATION: f32 = 0.5;
+/// Minimum light/dark luma difference (0..255) for the pattern to count:
+/// below it the "board" is a blank or covered surface.
+const TRACK_MIN_CONTRAST: f32 = 10.0;
 
 /// Cheap check that the squares are still where `loc` says: the rim
 /// brightness of the 64 cells must still alternate light/dark (the share of
 /// cells on the right side of the light/dark midpoint, rescaled so 0 is
 /// chance and 1 is every cell).
 pub fn still_tracks(img: &RgbImage, loc: &BoardLocation) -> bool {
-    let gray = img.to_gray();
     let mut lumas = Vec::with_capacity(64);
-    for r in 0..8i32 {
-        for c in 0..8i32 {
-            match super::grid::cell_rim_luma(&gray, &loc.image_from_grid, c, r) {
-                Some(l) => lumas.push(((c + r) % 2 == 0, l)),
-                None => return false,
+    for r in 0..8 {
+        for c in 0..8 {
+            // Median of 8 rim samples (sampled straight from the colour image).
+            let mut v = Vec::with_capacity(8);
+            for (a, b) in [
+                (0.15, 0.15),
+                (0.5, 0.15),
+                (0.85, 0.15),
+                (0.15, 0.5),
+                (0.85, 0.5),
+                (0.15, 0.85),
+                (0.5, 0.85),
+                (0.85, 0.85),
+            ] {
+                let Some(p) = loc.to_image([c as f64 + a, r as f64 + b]) else {
+                    return false;
+                };
+                let Some(rgb) = img.sample(p[0], p[1]) else {
+                    return false;
+                };
+                v.push(super::image::luma(rgb));
             }
+            v.sort_by(|a, b| a.total_cmp(b));
+            lumas.push(((c + r) % 2 == 0, (v[3] + v[4]) / 2.0));
         }
     }
     let mean = |even: bool| {
@@ -70,7 +90,7 @@ pub fn still_tracks(img: &RgbImage, loc: &BoardLocation) -> bool {
         .iter()
         .filter(|(even, l)| (*l > mid) == (if *even { me > mo } else { mo > me }))
         .count();
-    2.0 * agree as f32 / 64.0 - 1.0 >= TRACK_MIN_ALTERNATION && (me - mo).abs() > 10.0
+    2.0 * agree as f32 / 64.0 - 1.0 >= TRACK_MIN_ALTERNATION && (me - mo).abs() > TRACK_MIN_CONTRAST
 }
 
 /// Reads one frame.
