@@ -52,11 +52,12 @@ pub const F_FRAC_LOCAL: usize = 4;
 pub const F_LUMA_LOCAL: usize = 5;
 /// Features the calibrated model uses.
 const MODEL_FEATURES: [usize; 3] = [F_FRAC_LOCAL, F_LUMA_LOCAL, F_LOCAL];
-/// Piece-colour split on normalised luma (0 = dark square, 1 = light square):
-/// half-way is the default; the self-organising split must separate two
-/// clusters by at least `COLOUR_MIN_GAP` to be trusted.
+/// Piece-colour split on normalised luma (0 = dark square, 1 = light square).
+/// A chess position always has pieces of both colours (two kings at least),
+/// so the occupied cells are split into two groups by 2-means unless the
+/// groups are closer than `COLOUR_MIN_GAP` (then half-way is used).
 const COLOUR_SPLIT_DEFAULT: f32 = 0.5;
-const COLOUR_MIN_GAP: f32 = 0.35;
+const COLOUR_MIN_GAP: f32 = 0.1;
 const COLOUR_SOFTNESS: f32 = 0.08;
 /// Variance floor for the calibrated model's features (feature units²).
 const NB_VAR_FLOOR: f32 = 0.03 * 0.03;
