@@ -44,6 +44,8 @@ pub struct Config {
     pub service: ServiceConfig,
     pub engine: crate::engine::EngineConfig,
     pub arm: crate::arm::config::ArmConfig,
+    pub camera: crate::camera::CameraConfig,
+    pub vision: crate::vision::VisionConfig,
 }
 
 /// `[log]`: how the program reports what it does.
@@ -151,6 +153,15 @@ impl Config {
             return Err(invalid(key, value, allowed));
         }
         self.arm.validate(origin)?;
+        // Camera and vision check their own sections; the message names the key.
+        for check in [self.camera.validate(), self.vision.validate()] {
+            if let Err(message) = check {
+                return Err(ConfigError::Syntax {
+                    origin: origin.to_owned(),
+                    message,
+                });
+            }
+        }
         Ok(())
     }
 }

@@ -6,6 +6,8 @@
 //! - [`config`]: the typed configuration, parsed once.
 //! - [`engine`]: the built-in search, UCI engine mode, external UCI engine client, match runner.
 //! - [`game`]: the rules (on top of shakmaty), move input, PGN, the crash-safe journal.
+//! - [`camera`]: frame sources (live camera, video file, image folder, simulator).
+//! - [`vision`]: board localization and per-square state from camera frames.
 //! - [`recognition`]: which legal move the camera saw, and when it was complete.
 //! - [`service`]: the robot process: modes, web interface, voice.
 //! - [`arm`]: the robot arm: servo bus, kinematics, board placement, move planning, safety.
@@ -13,6 +15,7 @@
 //!   scripted opponent, and the simulated servo bus on a pseudo-terminal.
 
 pub mod arm;
+pub mod camera;
 pub mod config;
 pub mod engine;
 pub mod game;
@@ -20,3 +23,4 @@ pub mod logging;
 pub mod recognition;
 pub mod service;
 pub mod sim;
+pub mod vision;

@@ -13,6 +13,7 @@ mod arm_cli;
 mod cli;
 mod engine_cli;
 mod sim_cli;
+mod vision_cli;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -50,6 +51,12 @@ enum Command {
     /// The simulated board and camera: render frames and scripted games.
     #[command(subcommand)]
     Sim(sim_cli::SimCommand),
+    /// Camera vision: read a board from a photo, evaluate on labelled photos.
+    #[command(subcommand)]
+    Vision(vision_cli::VisionCmd),
+    /// Calibrate the camera (intrinsics) or the board pose in the image.
+    #[command(subcommand)]
+    Calibrate(vision_cli::CalibrateCmd),
     /// Run the built-in engine as a UCI engine on stdin/stdout.
     Uci,
     /// Play engines against each other: score, Elo difference, PGN.
@@ -79,6 +86,15 @@ enum BenchCommand {
         /// Depth searched in every position.
         #[arg(long, default_value_t = 12)]
         depth: u32,
+    },
+    /// Vision: full board localization and a tracked 64-square read at 1280x720.
+    Vision {
+        /// A photo of a board (scaled to 1280x720); default: a simulated webcam frame.
+        #[arg(long, value_name = "FILE")]
+        image: Option<PathBuf>,
+        /// Timed runs of each.
+        #[arg(long, default_value_t = 30)]
+        runs: usize,
     },
     /// Simulator: milliseconds per rendered frame (use a release build).
     Render {
@@ -154,6 +170,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             height,
             frames,
         }) => sim_cli::bench_render(width, height, frames),
+        Command::Vision(cmd) => vision_cli::run_vision(cmd),
+        Command::Calibrate(cmd) => vision_cli::run_calibrate(cmd),
+        Command::Bench(BenchCommand::Vision { image, runs }) => {
+            vision_cli::bench_vision(image.as_deref(), runs)
+        }
         Command::Uci => engine_cli::uci(&config),
         Command::Match(args) => engine_cli::run_match(&config, &args),
         Command::Bench(BenchCommand::Engine { depth }) => {

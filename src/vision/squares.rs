@@ -1,0 +1,538 @@
+//! Per-square state: probabilities of empty / white piece / black piece.
+//!
+//! Every cell of the located grid is sampled on a regular 16x16 pattern.
+//! The *rim* of each cell (outer 3/16 band) shows the square's own colour
+//! even when a piece stands on it; the *centre* (middle half) shows the piece
+//! if there is one. Colours are measured against the photo's own light and
+//! dark square colours (medians of all rims of that parity) and in units of
+//! the light/dark contrast, so features mean the same under any lighting.
+//!
+//! - Uncalibrated: occupancy and piece colour are split by 1-D 2-means on the
+//!   photo's 64 cells (self-organising), with fixed floors for boards that
+//!   are all empty or all one colour.
+//! - Calibrated: a labelled reference photo of the same board fits a
+//!   Gaussian naive-Bayes model per (square colour, occupant) class.
+
+use serde::Serialize;
+
+use super::image::{luma, RgbImage};
+use super::locate::BoardLocation;
+use super::orientation::Side;
+use super::{Occupancy, Occupant, VisionError};
+
+/// Samples per cell side (256 per cell, 16384 per board).
+pub const SAMPLES_PER_SIDE: usize = 16;
+/// Rim band width in samples (3/16 of a square from its edge).
+const RIM: usize = 3;
+/// Centre region: samples `CENTRE_LO..CENTRE_HI` (the middle half).
+const CENTRE_LO: usize = 4;
+const CENTRE_HI: usize = 12;
+/// A centre sample deviates from the square colour when its RGB distance
+/// exceeds this fraction of the light/dark contrast: half-way between the
+/// two square colours is the natural split.
+pub const DEVIATION: f32 = 0.5;
+/// A centre sample differs from its own square's rim when its RGB distance
+/// exceeds this fraction of the light/dark contrast (lower than
+/// `DEVIATION`: the rim already absorbs lighting gradients).
+pub const LOCAL_DEVIATION: f32 = 0.3;
+/// Contrast floor (luma units): boards with less light/dark contrast than
+/// this are measured as if they had this much, so noise is not blown up.
+const MIN_CONTRAST: f32 = 12.0;
+/// A cell is occupied when more than this fraction of its centre differs
+/// from its own rim. Chosen once on the pooled cells of all real sets
+/// (empty cells: 95th percentile <= 0.16 except where a neighbour's piece
+/// leans in; pieces: median >= 0.41), the same for every board.
+pub const OCC_THRESHOLD: f32 = 0.24;
+/// Logistic softness of the occupancy decision (fraction units).
+const OCC_SOFTNESS: f32 = 0.04;
+/// Feature indices.
+pub const F_FRAC: usize = 0;
+pub const F_LOCAL: usize = 3;
+pub const F_FRAC_LOCAL: usize = 4;
+pub const F_LUMA_LOCAL: usize = 5;
+/// Features the calibrated model uses.
+const MODEL_FEATURES: [usize; 3] = [F_FRAC_LOCAL, F_LUMA_LOCAL, F_LOCAL];
+/// Piece-colour split on normalised luma (0 = dark square, 1 = light square).
+/// A chess position always has pieces of both colours (two kings at least),
+/// so the occupied cells are split into two groups by 2-means unless the
+/// groups are closer than `COLOUR_MIN_GAP` (then half-way is used).
+const COLOUR_SPLIT_DEFAULT: f32 = 0.5;
+const COLOUR_MIN_GAP: f32 = 0.1;
+const COLOUR_SOFTNESS: f32 = 0.08;
+/// Variance floor for the calibrated model's features (feature units²).
+const NB_VAR_FLOOR: f32 = 0.03 * 0.03;
+
+/// Number of features per cell.
+pub const NF: usize = 6;
+
+/// Measurements of one grid cell.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CellFeatures {
+    /// The square is a light one (from the rim colour and the lattice parity).
+    pub light: bool,
+    /// `[deviating fraction, mean deviation, piece luma, centre-vs-rim,
+    /// fraction deviating from own rim, luma of those]`.
+    pub f: [f32; NF],
+}
+
+/// The photo's own colour statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct BoardColours {
+    pub light: [f32; 3],
+    pub dark: [f32; 3],
+    pub contrast: f32,
+}
+
+/// Per-square result.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SquareState {
+    pub state: Occupant,
+    pub p_empty: f32,
+    pub p_white: f32,
+    pub p_black: f32,
+}
+
+/// The 64 squares (a1 = 0 ... h8 = 63) of one frame.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Reading {
+    pub squares: Vec<SquareState>,
+}
+
+impl Reading {
+    pub fn occupancy(&self) -> Occupancy {
+        let mut o = [Occupant::Empty; 64];
+        for (i, s) in self.squares.iter().enumerate().take(64) {
+            o[i] = s.state;
+        }
+        o
+    }
+}
+
+fn median(v: &mut [f32]) -> f32 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn dist(a: [f32; 3], b: [f32; 3]) -> f32 {
+    ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2) + (a[2] - b[2]).powi(2)).sqrt()
+}
+
+/// Raw samples of one cell: (is_rim, is_centre, rgb).
+fn sample_cell(
+    img: &RgbImage,
+    loc: &BoardLocation,
+    c: usize,
+    r: usize,
+) -> Vec<(bool, bool, [f32; 3])> {
+    let n = SAMPLES_PER_SIDE;
+    let mut out = Vec::with_capacity(n * n);
+    for l in 0..n {
+        for k in 0..n {
+            let g = [
+                c as f64 + (k as f64 + 0.5) / n as f64,
+                r as f64 + (l as f64 + 0.5) / n as f64,
+            ];
+            let Some(p) = loc.image_from_grid.apply(g) else {
+                continue;
+            };
+            let Some(rgb) = img.sample(p[0], p[1]) else {
+                continue;
+            };
+            let rim = k < RIM || l < RIM || k >= n - RIM || l >= n - RIM;
+            let centre = (CENTRE_LO..CENTRE_HI).contains(&k) && (CENTRE_LO..CENTRE_HI).contains(&l);
+            out.push((rim, centre, rgb));
+        }
+    }
+    out
+}
+
+fn channel_median(px: &[[f32; 3]]) -> [f32; 3] {
+    let mut out = [0.0; 3];
+    for (ch, o) in out.iter_mut().enumerate() {
+        let mut v: Vec<f32> = px.iter().map(|p| p[ch]).collect();
+        *o = median(&mut v);
+    }
+    out
+}
+
+/// Features of the 64 cells, indexed `c + 8 r` in the grid frame.
+pub fn cell_features(
+    img: &RgbImage,
+    loc: &BoardLocation,
+) -> Result<(Vec<CellFeatures>, BoardColours), VisionError> {
+    let mut cells = Vec::with_capacity(64);
+    for r in 0..8 {
+        for c in 0..8 {
+            let s = sample_cell(img, loc, c, r);
+            if s.len() < SAMPLES_PER_SIDE * SAMPLES_PER_SIDE / 2 {
+                return Err(VisionError::BoardNotFound(format!(
+                    "grid cell ({c},{r}) lies mostly outside the image"
+                )));
+            }
+            cells.push(s);
+        }
+    }
+    let rim_median = |s: &Vec<(bool, bool, [f32; 3])>| {
+        let px: Vec<[f32; 3]> = s.iter().filter(|x| x.0).map(|x| x.2).collect();
+        channel_median(&px)
+    };
+    let rims: Vec<[f32; 3]> = cells.iter().map(rim_median).collect();
+    let parity_median = |p: usize| {
+        let px: Vec<[f32; 3]> = (0..64)
+            .filter(|i| (i % 8 + i / 8) % 2 == p)
+            .map(|i| rims[i])
+            .collect();
+        channel_median(&px)
+    };
+    let (even, odd) = (parity_median(0), parity_median(1));
+    let even_light = luma(even) >= luma(odd);
+    let (light, dark) = if even_light { (even, odd) } else { (odd, even) };
+    let contrast = (luma(light) - luma(dark)).max(MIN_CONTRAST);
+    let colours = BoardColours {
+        light,
+        dark,
+        contrast,
+    };
+    let mut out = Vec::with_capacity(64);
+    for (i, s) in cells.iter().enumerate() {
+        let is_light = ((i % 8 + i / 8) % 2 == 0) == even_light;
+        let reference = if is_light { light } else { dark };
+        let centre: Vec<[f32; 3]> = s.iter().filter(|x| x.1).map(|x| x.2).collect();
+        let devs: Vec<f32> = centre
+            .iter()
+            .map(|p| dist(*p, reference) / contrast)
+            .collect();
+        let n = devs.len().max(1) as f32;
+        let frac = devs.iter().filter(|d| **d > DEVIATION).count() as f32 / n;
+        let mean_dev = devs.iter().map(|d| d.min(3.0)).sum::<f32>() / n;
+        let mut dev_luma: Vec<f32> = centre
+            .iter()
+            .zip(&devs)
+            .filter(|(_, d)| **d > DEVIATION)
+            .map(|(p, _)| (luma(*p) - luma(dark)) / contrast)
+            .collect();
+        let piece_luma = if dev_luma.is_empty() {
+            if is_light {
+                1.0
+            } else {
+                0.0
+            }
+        } else {
+            median(&mut dev_luma)
+        };
+        let centre_med = channel_median(&centre);
+        let local = dist(centre_med, rims[i]) / contrast;
+        // Local reference: the median of the cell's own rim, which follows
+        // lighting gradients across the board.
+        let own_ref = rims[i];
+        let own: Vec<&[f32; 3]> = centre
+            .iter()
+            .filter(|p| dist(**p, own_ref) / contrast > LOCAL_DEVIATION)
+            .collect();
+        let frac_local = own.len() as f32 / n;
+        let mut own_luma: Vec<f32> = own
+            .iter()
+            .map(|p| (luma(**p) - luma(dark)) / contrast)
+            .collect();
+        let luma_local = if own_luma.is_empty() {
+            (luma(own_ref) - luma(dark)) / contrast
+        } else {
+            median(&mut own_luma)
+        };
+        out.push(CellFeatures {
+            light: is_light,
+            f: [frac, mean_dev, piece_luma, local, frac_local, luma_local],
+        });
+    }
+    Ok((out, colours))
+}
+
+fn logistic(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// 1-D 2-means: the midpoint between the two cluster means and the gap.
+fn two_means(v: &[f32]) -> Option<(f32, f32)> {
+    if v.len() < 2 {
+        return None;
+    }
+    let lo = v.iter().copied().fold(f32::INFINITY, f32::min);
+    let hi = v.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    if hi - lo < 1e-6 {
+        return None;
+    }
+    let mut t = (lo + hi) / 2.0;
+    for _ in 0..50 {
+        let (a, b): (Vec<f32>, Vec<f32>) = v.iter().partition(|x| **x < t);
+        if a.is_empty() || b.is_empty() {
+            break;
+        }
+        let ma = a.iter().sum::<f32>() / a.len() as f32;
+        let mb = b.iter().sum::<f32>() / b.len() as f32;
+        let nt = (ma + mb) / 2.0;
+        if (nt - t).abs() < 1e-6 {
+            return Some((nt, mb - ma));
+        }
+        t = nt;
+    }
+    let (a, b): (Vec<f32>, Vec<f32>) = v.iter().partition(|x| **x < t);
+    if a.is_empty() || b.is_empty() {
+        return None;
+    }
+    let ma = a.iter().sum::<f32>() / a.len() as f32;
+    let mb = b.iter().sum::<f32>() / b.len() as f32;
+    Some(((ma + mb) / 2.0, mb - ma))
+}
+
+fn state_of(p_empty: f32, p_white: f32, p_black: f32) -> Occupant {
+    if p_empty >= p_white && p_empty >= p_black {
+        Occupant::Empty
+    } else if p_white >= p_black {
+        Occupant::White
+    } else {
+        Occupant::Black
+    }
+}
+
+/// Uncalibrated per-cell probabilities `[empty, white, black]` (grid order).
+///
+/// Occupied: more than `OCC_THRESHOLD` of the centre differs from the
+/// square's own rim. Colour: the occupied cells' piece luma is split by
+/// 2-means when the two groups are clearly apart (both colours present),
+/// else at half-way between the dark and light square.
+pub fn classify_uncalibrated(cells: &[CellFeatures]) -> Vec<[f32; 3]> {
+    let p_occ: Vec<f32> = cells
+        .iter()
+        .map(|c| logistic((c.f[F_FRAC_LOCAL] - OCC_THRESHOLD) / OCC_SOFTNESS))
+        .collect();
+    let pl: Vec<f32> = cells
+        .iter()
+        .zip(&p_occ)
+        .filter(|(_, p)| **p > 0.5)
+        .map(|(c, _)| c.f[F_LUMA_LOCAL])
+        .collect();
+    let t_col = match two_means(&pl) {
+        Some((t, gap)) if gap >= COLOUR_MIN_GAP => t,
+        _ => COLOUR_SPLIT_DEFAULT,
+    };
+    cells
+        .iter()
+        .zip(&p_occ)
+        .map(|(c, po)| {
+            let pw = logistic((c.f[F_LUMA_LOCAL] - t_col) / COLOUR_SOFTNESS);
+            [1.0 - po, po * pw, po * (1.0 - pw)]
+        })
+        .collect()
+}
+
+/// A per-board model taught by one labelled photo.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CalibratedModel {
+    /// Mean and variance per (light?, occupant) class; `None` if the
+    /// reference had no such square.
+    classes: Vec<(bool, Occupant, [f32; NF], [f32; NF])>,
+}
+
+impl CalibratedModel {
+    /// Fits the model from a reference's cells and their known occupants
+    /// (grid order).
+    pub fn fit(cells: &[CellFeatures], truth: &[Occupant]) -> Result<CalibratedModel, VisionError> {
+        if cells.len() != 64 || truth.len() != 64 {
+            return Err(VisionError::Input(
+                "reference needs 64 cells and 64 labels".into(),
+            ));
+        }
+        let mut classes = Vec::new();
+        for light in [true, false] {
+            for occ in [Occupant::Empty, Occupant::White, Occupant::Black] {
+                let members: Vec<&CellFeatures> = cells
+                    .iter()
+                    .zip(truth)
+                    .filter(|(c, t)| c.light == light && **t == occ)
+                    .map(|(c, _)| c)
+                    .collect();
+                if members.is_empty() {
+                    continue;
+                }
+                let n = members.len() as f32;
+                let mut mean = [0.0; NF];
+                let mut var = [0.0; NF];
+                for k in 0..NF {
+                    mean[k] = members.iter().map(|c| c.f[k]).sum::<f32>() / n;
+                    var[k] = members
+                        .iter()
+                        .map(|c| (c.f[k] - mean[k]).powi(2))
+                        .sum::<f32>()
+                        / n;
+                    var[k] = var[k].max(NB_VAR_FLOOR);
+                }
+                classes.push((light, occ, mean, var));
+            }
+        }
+        if !classes.iter().any(|c| c.1 == Occupant::Empty) {
+            return Err(VisionError::Input(
+                "the reference position has no empty square".into(),
+            ));
+        }
+        Ok(CalibratedModel { classes })
+    }
+
+    /// Per-cell probabilities `[empty, white, black]`. Classes the reference
+    /// did not show fall back to the uncalibrated rule for that cell.
+    pub fn classify(&self, cells: &[CellFeatures]) -> Vec<[f32; 3]> {
+        let fallback = classify_uncalibrated(cells);
+        cells
+            .iter()
+            .zip(fallback)
+            .map(|(c, fb)| {
+                let mut logl = [f32::NEG_INFINITY; 3];
+                let mut known = [false; 3];
+                for (light, occ, mean, var) in &self.classes {
+                    if *light != c.light {
+                        continue;
+                    }
+                    let k = match occ {
+                        Occupant::Empty => 0,
+                        Occupant::White => 1,
+                        Occupant::Black => 2,
+                    };
+                    let ll: f32 = MODEL_FEATURES
+                        .iter()
+                        .map(|&i| -0.5 * (c.f[i] - mean[i]).powi(2) / var[i] - 0.5 * var[i].ln())
+                        .sum();
+                    logl[k] = ll;
+                    known[k] = true;
+                }
+                if known.iter().all(|k| *k) {
+                    let m = logl.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                    let e: Vec<f32> = logl.iter().map(|l| (l - m).exp()).collect();
+                    let s: f32 = e.iter().sum();
+                    [e[0] / s, e[1] / s, e[2] / s]
+                } else {
+                    fb
+                }
+            })
+            .collect()
+    }
+}
+
+/// Turns per-cell probabilities into the per-square reading for a side.
+pub fn reading_from_cells(probs: &[[f32; 3]], side: Side) -> Reading {
+    let mut squares = vec![
+        SquareState {
+            state: Occupant::Empty,
+            p_empty: 1.0,
+            p_white: 0.0,
+            p_black: 0.0,
+        };
+        64
+    ];
+    for r in 0..8 {
+        for c in 0..8 {
+            let [pe, pw, pb] = probs[c + 8 * r];
+            squares[side.square_of_cell(c, r)] = SquareState {
+                state: state_of(pe, pw, pb),
+                p_empty: pe,
+                p_white: pw,
+                p_black: pb,
+            };
+        }
+    }
+    Reading { squares }
+}
+
+/// Cell-order occupants for a board position seen from `side`.
+pub fn cells_from_occupancy(occ: &Occupancy, side: Side) -> Vec<Occupant> {
+    let mut v = vec![Occupant::Empty; 64];
+    for r in 0..8 {
+        for c in 0..8 {
+            v[c + 8 * r] = occ[side.square_of_cell(c, r)];
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(light: bool, frac: f32, pl: f32) -> CellFeatures {
+        CellFeatures {
+            light,
+            f: [frac, frac, pl, frac, frac, pl],
+        }
+    }
+
+    #[test]
+    fn two_means_splits_two_groups() {
+        let (t, gap) = two_means(&[0.0, 0.1, 0.05, 0.9, 1.0, 0.95]).unwrap();
+        assert!(t > 0.2 && t < 0.8, "{t}");
+        assert!(gap > 0.8);
+    }
+
+    #[test]
+    fn uncalibrated_separates_empty_white_black() {
+        let mut cells = Vec::new();
+        for i in 0..64 {
+            let light = i % 2 == 0;
+            cells.push(match i % 4 {
+                0 => cell(light, 0.8, 1.3),
+                1 => cell(light, 0.7, -0.4),
+                _ => cell(light, 0.02, 0.5),
+            });
+        }
+        let p = classify_uncalibrated(&cells);
+        for (i, pr) in p.iter().enumerate() {
+            let s = state_of(pr[0], pr[1], pr[2]);
+            let want = match i % 4 {
+                0 => Occupant::White,
+                1 => Occupant::Black,
+                _ => Occupant::Empty,
+            };
+            assert_eq!(s, want, "cell {i}: {pr:?}");
+        }
+    }
+
+    #[test]
+    fn an_empty_board_stays_empty() {
+        let cells: Vec<CellFeatures> = (0..64)
+            .map(|i| cell(i % 2 == 0, 0.01 * (i % 5) as f32, 0.5))
+            .collect();
+        let p = classify_uncalibrated(&cells);
+        assert!(p.iter().all(|pr| pr[0] > 0.9), "{p:?}");
+    }
+
+    #[test]
+    fn calibrated_model_learns_from_a_reference() {
+        let mut cells = Vec::new();
+        let mut truth = Vec::new();
+        for i in 0..64 {
+            let light = (i % 8 + i / 8) % 2 == 0;
+            let (c, t) = match i / 16 {
+                0 => (cell(light, 0.5, 0.9), Occupant::White),
+                3 => (cell(light, 0.5, 0.2), Occupant::Black),
+                _ => (cell(light, 0.05, 0.5), Occupant::Empty),
+            };
+            cells.push(c);
+            truth.push(t);
+        }
+        let model = CalibratedModel::fit(&cells, &truth).unwrap();
+        let probe = [
+            cell(true, 0.48, 0.85),
+            cell(false, 0.52, 0.25),
+            cell(true, 0.06, 0.5),
+        ];
+        let p = model.classify(&probe);
+        assert_eq!(state_of(p[0][0], p[0][1], p[0][2]), Occupant::White);
+        assert_eq!(state_of(p[1][0], p[1][1], p[1][2]), Occupant::Black);
+        assert_eq!(state_of(p[2][0], p[2][1], p[2][2]), Occupant::Empty);
+    }
+}
