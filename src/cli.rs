@@ -150,7 +150,13 @@ pub fn serve(
     }
     let core = Core::new(config.game.clone(), false)?;
     let voice = Voice::start(&config.service.voice_program, config.service.voice);
-    let service = Service::new(core, voice, None, None, Box::new(now_ms));
+    let chooser = chessbot::service::engine_chooser::EngineChooser::from_config(
+        &config.engine,
+        chessbot::service::engine_chooser::ROBOT_MOVE_TIME,
+    )
+    .context("cannot start the engine named in [engine]")?;
+    tracing::info!("engine: {}", chooser.name());
+    let service = Service::new(core, voice, Some(Box::new(chooser)), None, Box::new(now_ms));
     let access = http::Access {
         token: config.service.token.clone(),
         public_reads: config.service.public_reads,

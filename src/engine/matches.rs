@@ -98,7 +98,7 @@ impl TimeControl {
 }
 
 /// An engine in a match.
-pub trait Player {
+pub trait Player: Send {
     fn name(&self) -> String;
     fn new_game(&mut self);
     /// The move for the game from `start` after `moves`, with the engine's

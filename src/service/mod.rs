@@ -2,10 +2,12 @@
 //!
 //! - [`core`]: the decisions (modes, turns, questions, what to say), pure.
 //! - [`runtime`]: the core behind a lock; engine, arm and voice on worker threads.
+//! - [`engine_chooser`]: the engine (built-in or UCI) as the chooser of the robot's moves.
 //! - [`http`]: the web page and JSON API (axum).
 //! - [`voice`]: spoken announcements through espeak-ng.
 
 pub mod core;
+pub mod engine_chooser;
 pub mod http;
 pub mod runtime;
 pub mod voice;
