@@ -436,3 +436,11 @@ fn the_first_move_belongs_to_white_and_moves_alternate() {
         .position()
         .is_legal(parse_move(g.position(), "e5").unwrap()));
 }
+
+#[test]
+fn startpos_names_the_standard_start_and_bad_fens_say_why() {
+    let p = chessbot::game::position_from_fen("startpos").unwrap();
+    assert_eq!(p, shakmaty::Chess::default());
+    let err = chessbot::game::position_from_fen("rnbqkbnr/pppppppp/8/8 w").unwrap_err();
+    assert!(err.to_string().contains("rnbqkbnr/pppppppp/8/8 w"), "{err}");
+}

@@ -179,12 +179,15 @@ impl RepetitionKey {
     }
 }
 
-/// Parses a FEN into a legal standard-chess position.
+/// Parses a FEN (or `startpos`, as in UCI) into a legal standard-chess position.
 pub fn position_from_fen(fen: &str) -> Result<Chess, GameError> {
     let bad = |reason: String| GameError::BadFen {
         fen: fen.to_owned(),
         reason,
     };
+    if fen.trim() == "startpos" {
+        return Ok(Chess::default());
+    }
     let parsed: Fen = fen.trim().parse().map_err(|e| bad(format!("{e}")))?;
     parsed
         .into_position(CastlingMode::Standard)
