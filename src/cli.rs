@@ -36,6 +36,9 @@ pub fn pgn_replay(file: &Path) -> anyhow::Result<ExitCode> {
     for (index, pgn) in games.iter().enumerate() {
         match replay(index, pgn) {
             Ok((_, summary)) => {
+                for note in &summary.notes {
+                    eprintln!("note: {}: {note}", file.display());
+                }
                 serde_json::to_writer(&mut out, &summary)?;
                 out.write_all(b"\n")?;
             }

@@ -81,6 +81,22 @@ fn agrees_with_python_chess_on_real_world_pgn() {
 }
 
 #[test]
+fn agrees_with_python_chess_on_real_over_the_board_games() {
+    // The Week in Chess 1599: 1110 master games, most ended by resignation.
+    let kinds = check_fixture("twic");
+    assert!(kinds.values().sum::<usize>() >= 1000, "{kinds:?}");
+    assert!(kinds["checkmate"] >= 1, "{kinds:?}");
+}
+
+#[test]
+fn agrees_with_python_chess_on_real_online_games() {
+    // lichess.org database: 438 games with clock comments.
+    let kinds = check_fixture("lichess");
+    assert!(kinds.values().sum::<usize>() >= 400, "{kinds:?}");
+    assert!(kinds["checkmate"] >= 10, "{kinds:?}");
+}
+
+#[test]
 fn replays_the_real_scholars_mate_recording() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/data/real/webcam_wooden_boards/video/scholarsmate.pgn");
@@ -148,4 +164,31 @@ fn missing_file_is_a_clear_error() {
     let out = replay(Path::new("/nonexistent/games.pgn"));
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/games.pgn"));
+}
+
+#[test]
+fn moves_played_on_after_a_dead_position_are_checked_and_noted() {
+    // White's last pawn and Black's last pawn go; K+B v K is dead, but the
+    // players shuffle on (as in TWIC 1599 game 1). The moves are legal, so
+    // the replay goes on, says so on stderr, and reports the final position.
+    let out = replay_text(
+        "[FEN \"4k3/8/8/8/8/8/p7/1B2K3 w - - 0 1\"]\n[SetUp \"1\"]\n\n1. Bxa2 Kd7 2. Bb1 Ke6 *\n",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = parse_lines(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(got[0]["termination"], "insufficient_material");
+    assert_eq!(got[0]["plies"], 4);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("1... Kd7") && stderr.contains("after the game had ended"),
+        "{stderr}"
+    );
+    // A move that is illegal on the board is still an error after the end.
+    let out =
+        replay_text("[FEN \"4k3/8/8/8/8/8/p7/1B2K3 w - - 0 1\"]\n[SetUp \"1\"]\n\n1. Bxa2 Kd5 *\n");
+    assert_eq!(out.status.code(), Some(2));
 }

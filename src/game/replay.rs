@@ -23,6 +23,10 @@ pub struct ReplaySummary {
     /// Draws the side to move could claim: `threefold_repetition`, `fifty_moves`.
     pub claimable: Vec<String>,
     pub fen: String,
+    /// Remarks that are not errors (moves played on after the rules had
+    /// ended the game); printed to stderr, not part of the JSON line.
+    #[serde(skip)]
+    pub notes: Vec<String>,
 }
 
 /// A move that does not replay.
@@ -47,6 +51,7 @@ pub fn replay(index: usize, pgn: &PgnGame) -> Result<(Game, ReplaySummary), Repl
         })?),
         None => Game::default(),
     };
+    let mut notes = Vec::new();
     for text in &pgn.moves {
         let pos = game.position().clone();
         let move_number = if pos.turn().is_white() {
@@ -60,16 +65,34 @@ pub fn replay(index: usize, pgn: &PgnGame) -> Result<(Game, ReplaySummary), Repl
             text: text.clone(),
             reason,
         };
-        if let Some(r) = game.result() {
-            return Err(err(format!(
-                "the game was already over ({})",
-                r.termination.describe()
-            )));
+        match game.result() {
+            // Checkmate or stalemate: no move can follow.
+            Some(r) if pos.legal_moves().is_empty() => {
+                return Err(err(format!(
+                    "the game was already over ({})",
+                    r.termination.describe()
+                )));
+            }
+            // Players sometimes play on after a dead position or a fivefold
+            // repetition; the moves are still checked, and noted.
+            Some(r) => {
+                let mv = parse_move(&pos, text).map_err(|e| err(e.to_string()))?;
+                if notes.is_empty() {
+                    notes.push(format!(
+                        "game index {index}: moves from {move_number} {text} on were played after the game had ended ({})",
+                        r.termination.describe()
+                    ));
+                }
+                game.play_after_end(mv).map_err(|e| err(e.to_string()))?;
+            }
+            None => {
+                let mv = parse_move(&pos, text).map_err(|e| err(e.to_string()))?;
+                game.play(mv, None, None).map_err(|e| err(e.to_string()))?;
+            }
         }
-        let mv = parse_move(&pos, text).map_err(|e| err(e.to_string()))?;
-        game.play(mv, None, None).map_err(|e| err(e.to_string()))?;
     }
-    let summary = summarize(index, &game);
+    let mut summary = summarize(index, &game);
+    summary.notes = notes;
     Ok((game, summary))
 }
 
@@ -89,5 +112,6 @@ pub fn summarize(index: usize, game: &Game) -> ReplaySummary {
             .map(|c| c.as_str().to_owned())
             .collect(),
         fen: game.fen(),
+        notes: Vec::new(),
     }
 }

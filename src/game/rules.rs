@@ -389,6 +389,25 @@ impl Game {
         if let Some(r) = self.result() {
             return Err(GameError::Over(r.termination.describe()));
         }
+        self.record(mv, at_ms, used_ms, clock_ms)
+    }
+
+    /// Records a move played on the board after the rules had already ended
+    /// the game with legal moves left (a dead position, fivefold repetition
+    /// or seventy-five moves): real-world records sometimes go on. The move
+    /// must still be legal; the game's result stays what the rules say about
+    /// the position reached. Live games use [`Game::play`], which refuses.
+    pub fn play_after_end(&mut self, mv: Move) -> Result<&MoveRecord, GameError> {
+        self.record(mv, None, None, None)
+    }
+
+    fn record(
+        &mut self,
+        mv: Move,
+        at_ms: Option<i64>,
+        used_ms: Option<u64>,
+        clock_ms: Option<u64>,
+    ) -> Result<&MoveRecord, GameError> {
         if !self.pos.is_legal(mv) {
             return Err(GameError::IllegalMove {
                 uci: mv.to_uci(CastlingMode::Standard).to_string(),
