@@ -54,9 +54,9 @@ enum Command {
     /// Camera vision: read a board from a photo, evaluate on labelled photos.
     #[command(subcommand)]
     Vision(vision_cli::VisionCmd),
-    /// Calibrate the camera (intrinsics) or the board pose in the image.
+    /// Calibrate the camera, the board pose in the image, the servos or the board-to-arm placement.
     #[command(subcommand)]
-    Calibrate(vision_cli::CalibrateCmd),
+    Calibrate(CalibrateCommand),
     /// Run the built-in engine as a UCI engine on stdin/stdout.
     Uci,
     /// Play engines against each other: score, Elo difference, PGN.
@@ -76,6 +76,25 @@ enum PgnCommand {
     Replay {
         /// The PGN file (`-` for standard input).
         file: PathBuf,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum CalibrateCommand {
+    #[command(flatten)]
+    Vision(vision_cli::CalibrateCmd),
+    /// Servo calibration (LeRobot's homing and range procedure), same as `arm calibrate-servos`.
+    Servos {
+        #[arg(long)]
+        port: Option<String>,
+    },
+    /// Board-to-arm placement by touching squares, same as `arm calibrate`.
+    Arm {
+        #[arg(long)]
+        port: Option<String>,
+        /// Squares to touch (at least 3, not on one line).
+        #[arg(long, value_delimiter = ',', default_value = "a1,h1,h8,a8")]
+        squares: Vec<String>,
     },
 }
 
@@ -171,7 +190,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             frames,
         }) => sim_cli::bench_render(width, height, frames),
         Command::Vision(cmd) => vision_cli::run_vision(cmd),
-        Command::Calibrate(cmd) => vision_cli::run_calibrate(cmd),
+        Command::Calibrate(CalibrateCommand::Vision(cmd)) => vision_cli::run_calibrate(cmd),
+        Command::Calibrate(CalibrateCommand::Servos { port }) => {
+            arm_cli::run(&config, arm_cli::ArmCommand::CalibrateServos { port })
+        }
+        Command::Calibrate(CalibrateCommand::Arm { port, squares }) => {
+            arm_cli::run(&config, arm_cli::ArmCommand::Calibrate { port, squares })
+        }
         Command::Bench(BenchCommand::Vision { image, runs }) => {
             vision_cli::bench_vision(image.as_deref(), runs)
         }

@@ -150,3 +150,14 @@ fn lerobot_calibration_is_imported_after_checking() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("elbow_flex"));
 }
+
+#[test]
+fn calibrate_servos_on_a_missing_port_names_it_and_fails() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_chessbot"))
+        .args(["calibrate", "servos", "--port", "/nonexistent/ttyACM9"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("/nonexistent/ttyACM9"), "{stderr}");
+}
