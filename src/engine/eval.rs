@@ -377,14 +377,9 @@ pub fn has_non_pawn_material(board: &Board, color: Color) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shakmaty::fen::Fen;
-    use shakmaty::CastlingMode;
 
     fn pos(fen: &str) -> Chess {
-        fen.parse::<Fen>()
-            .unwrap()
-            .into_position(CastlingMode::Standard)
-            .unwrap()
+        crate::game::position_from_fen(fen).unwrap()
     }
 
     #[test]

@@ -1,13 +1,9 @@
 use super::*;
-use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use std::sync::atomic::AtomicU64;
 
 fn pos(fen: &str) -> Chess {
-    fen.parse::<Fen>()
-        .unwrap()
-        .into_position(CastlingMode::Standard)
-        .unwrap()
+    crate::game::position_from_fen(fen).unwrap()
 }
 
 fn uci(m: Move) -> String {
