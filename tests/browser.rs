@@ -380,10 +380,18 @@ impl Page {
         }
     }
 
-    /// Polls `expr` until it is truthy; returns its value.
+    /// Polls `expr` until it is truthy; returns its value. Stops at once
+    /// when the page shows an error (a refused request).
     fn wait_until(&mut self, step: &str, expr: &str, timeout: Duration) -> Value {
         let deadline = Instant::now() + timeout;
         loop {
+            let error = self.eval(
+                step,
+                "(document.getElementById('error') || {}).textContent || ''",
+            );
+            if let Some(e) = error.as_str().filter(|e| !e.is_empty()) {
+                self.fail(step, format!("the page shows an error: {e}"));
+            }
             let v = self.eval(step, expr);
             if !(v.is_null() || v == json!(false) || v == json!("") || v == json!(0)) {
                 return v;
@@ -664,7 +672,8 @@ fn keyboard_only_game_in_headless_chromium() {
     // Level 10 -> 8 with the arrow keys.
     page.key(step, "ArrowDown");
     page.key(step, "ArrowDown");
-    page.tab_expect(step, "fen");
+    // Assist mode shows an Opponent select (default: the engine) on the way.
+    page.tab_to(step, "fen", false);
     page.tab_expect(step, "newgame");
     let chosen = page.eval(
         step,
@@ -710,7 +719,6 @@ fn keyboard_only_game_in_headless_chromium() {
     let first = page.wait_until(
         step,
         "(() => { const li = document.querySelector('#moves li'); \
-                  if (document.getElementById('error').textContent) return ''; \
                   return li && li.textContent.trim().split(/\\s+/).length === 2 ? li.textContent.trim() : ''; })()",
         REPLY_TIMEOUT,
     );
