@@ -617,14 +617,12 @@ fn keyboard_only_game_in_headless_chromium() {
     let (_browser, devtools) = start_chromium(&chromium, &dir.path().join("profile"));
 
     let mut cdp = Cdp::connect(&devtools);
-    let targets = cdp
-        .call("Target.getTargets", json!({}))
-        .unwrap_or_else(|e| panic!("listing Chromium's tabs: {e}"));
-    let target = targets["targetInfos"]
-        .as_array()
-        .and_then(|t| t.iter().find(|t| t["type"] == "page"))
-        .unwrap_or_else(|| panic!("Chromium has no page open: {targets}"))["targetId"]
-        .clone();
+    // A tab of our own: the start-up tab may not exist yet when DevTools
+    // starts listening.
+    let created = cdp
+        .call("Target.createTarget", json!({ "url": "about:blank" }))
+        .unwrap_or_else(|e| panic!("opening a Chromium tab: {e}"));
+    let target = created["targetId"].clone();
     let attached = cdp
         .call(
             "Target.attachToTarget",
