@@ -6,6 +6,8 @@ set -euo pipefail
 PACKAGES=(
   libopencv-dev clang libclang-dev pkg-config libv4l-dev libudev-dev
   g++ stockfish espeak-ng
+  # Headless browser for tests/browser.rs (the web page driven by keyboard).
+  chromium
 )
 
 missing=()
