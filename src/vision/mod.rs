@@ -13,6 +13,7 @@
 pub mod bench;
 pub mod calibrate;
 pub mod eval;
+pub mod eval_sim;
 pub mod grid;
 pub mod homography;
 pub mod image;
