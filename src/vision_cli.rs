@@ -97,6 +97,9 @@ pub enum VisionCmd {
         /// Also list every frame that was not read perfectly.
         #[arg(long)]
         failures: bool,
+        /// Write overlays (grid and states found) of up to 12 imperfect frames here.
+        #[arg(long, value_name = "DIR")]
+        dump: Option<PathBuf>,
     },
 }
 
@@ -184,6 +187,7 @@ pub fn run_vision(cmd: VisionCmd) -> anyhow::Result<ExitCode> {
             width,
             height,
             failures,
+            dump,
         } => {
             use chessbot::vision::eval_sim;
             let t0 = std::time::Instant::now();
@@ -205,6 +209,32 @@ pub fn run_vision(cmd: VisionCmd) -> anyhow::Result<ExitCode> {
             if failures {
                 for line in eval_sim::failures(&results) {
                     println!("{line}");
+                }
+            }
+            if let Some(dir) = dump {
+                std::fs::create_dir_all(&dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
+                let bad = results.iter().filter(|r| {
+                    !r.score.localized
+                        || r.score.orientation_ok == Some(false)
+                        || r.score.squares.is_some_and(|e| e.wrong() > 0)
+                });
+                for r in bad.take(12) {
+                    let (img, _) = eval_sim::render_frame(&r.spec, width, height)?;
+                    let out = dir.join(format!("frame_{:04}.png", r.spec.index));
+                    match pipeline::read_frame(&img, &pipeline::ReadOptions::default()) {
+                        Ok(fr) => {
+                            let drawn = overlay::draw(
+                                &img,
+                                &fr.location,
+                                Some(&fr.reading),
+                                fr.orientation.white_at,
+                                width.max(height) as usize,
+                            )?;
+                            io::save_image(&drawn, &out)?;
+                        }
+                        Err(_) => io::save_image(&img, &out)?,
+                    }
                 }
             }
             Ok(ExitCode::SUCCESS)

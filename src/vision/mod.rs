@@ -25,6 +25,7 @@ pub mod overlay;
 pub mod pipeline;
 
 pub mod squares;
+pub mod viewpoint;
 pub mod xcorners;
 
 use serde::{Deserialize, Serialize};
