@@ -404,18 +404,6 @@ pub fn evaluate(
         let t0 = std::time::Instant::now();
         let read = pipeline::read_frame(&img, &ReadOptions::default());
         let read_s = t0.elapsed().as_secs_f64();
-        if std::env::var_os("EVAL_SIM_DEBUG").is_some() {
-            if let Ok(fr) = &read {
-                let v = super::viewpoint::estimate(&fr.location);
-                let sq = BoardSpec::of_style(spec.board_style).square_mm;
-                eprintln!(
-                    "frame {index}: est {:?} truth height {:.2} f {:.0}",
-                    v,
-                    truth.camera.position[2] / sq,
-                    truth.camera.fx
-                );
-            }
-        }
         let r = FrameResult {
             spec,
             score: score_frame(&read, &truth),
