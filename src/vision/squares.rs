@@ -64,15 +64,21 @@ const COLOUR_SOFTNESS: f32 = 0.08;
 const NB_VAR_FLOOR: f32 = 0.03 * 0.03;
 
 /// Pieces nearer the camera are modelled as upright cylinders of this
-/// radius and height (square sides) when masking what they hide. Height:
-/// a bishop's (pawn 0.88 ... king 1.67 squares; king = 95 mm on 57 mm
-/// squares), the middle of a set. Radius: the slim body above the base
-/// (a pawn's base is ~0.4 square wide, bodies and heads narrower). Chosen
-/// among 0.15-0.3 / 1.0-1.67 on pooled rendered frames of all views
+/// radius (square sides) when masking what they hide: the slim body above
+/// the base (a pawn's base is ~0.4 square wide, bodies and heads
+/// narrower). Chosen among 0.15-0.3 on pooled rendered frames of all views
 /// (100 frames, seed 3) and checked on the real sets; wider cylinders mask
 /// more of a cell than a real piece hides.
 const OCCLUDER_RADIUS: f64 = 0.18;
-const OCCLUDER_HEIGHT: f64 = 1.23;
+/// Staunton heights in square sides: pawn 0.88 ... king 1.67 (king = 95 mm
+/// on 57 mm squares); each occluder's height is measured between them.
+const PIECE_MIN_HEIGHT: f64 = 0.88;
+const PIECE_MAX_HEIGHT: f64 = 1.67;
+/// Height assumed when the search finds no end: a bishop's, the middle of a set.
+const PIECE_UNKNOWN_HEIGHT: f64 = 1.23;
+/// Step of the height search (a tenth of a square: finer than the
+/// difference between any two piece types' heights).
+const PIECE_HEIGHT_STEP: f64 = 0.1;
 /// Only pieces within this many files and ranks are considered as
 /// occluders (a king leans about 2.9 squares at a 30° view).
 const OCCLUDER_REACH: usize = 3;
@@ -245,15 +251,16 @@ pub fn cell_features(
             view.ground_distance(centre_of(a))
                 .total_cmp(&view.ground_distance(centre_of(b)))
         });
-        let mut occupied: Vec<usize> = Vec::new();
+        // (cell, estimated piece height) of the cells found occupied so far.
+        let mut occupied: Vec<(usize, f64)> = Vec::new();
         for &i in &order {
-            let near: Vec<[f64; 2]> = occupied
+            let near: Vec<([f64; 2], f64)> = occupied
                 .iter()
-                .filter(|&&j| {
+                .filter(|(j, _)| {
                     (j % 8).abs_diff(i % 8) <= OCCLUDER_REACH
                         && (j / 8).abs_diff(i / 8) <= OCCLUDER_REACH
                 })
-                .map(|&j| centre_of(j))
+                .map(|&(j, h)| (centre_of(j), h))
                 .collect();
             if !near.is_empty() {
                 let visible: Vec<Sample> = cells[i]
@@ -261,7 +268,7 @@ pub fn cell_features(
                     .filter(|s| {
                         !near
                             .iter()
-                            .any(|q| view.hidden_by(s.g, *q, OCCLUDER_RADIUS, OCCLUDER_HEIGHT))
+                            .any(|(q, h)| view.hidden_by(s.g, *q, OCCLUDER_RADIUS, *h))
                     })
                     .copied()
                     .collect();
@@ -278,11 +285,54 @@ pub fn cell_features(
                 }
             }
             if out[i].f[F_FRAC_LOCAL] > OCC_THRESHOLD {
-                occupied.push(i);
+                let h = piece_height(img, &view, centre_of(i), &colours, even_light);
+                occupied.push((i, h));
             }
         }
     }
     Ok((out, colours))
+}
+
+/// Height (square sides) of the piece standing at grid point `c`: the
+/// lowest point of its vertical axis, from a pawn's height up, where the
+/// image shows the board square the sight line lands on instead of a piece.
+/// Where the sight line leaves the board the search stops there (the
+/// height is at least that: such a piece stands at the far edge and hides
+/// little of the board); with no end found up to a king's height (a piece
+/// or clutter behind it continues the silhouette), a bishop's is assumed.
+fn piece_height(
+    img: &RgbImage,
+    view: &viewpoint::Viewpoint,
+    c: [f64; 2],
+    colours: &BoardColours,
+    even_light: bool,
+) -> f64 {
+    let mut z = PIECE_MIN_HEIGHT;
+    while z < PIECE_MAX_HEIGHT {
+        let (Some(p), Some(g)) = (
+            view.project(c[0], c[1], z),
+            view.ground_behind(c[0], c[1], z),
+        ) else {
+            return z;
+        };
+        if !(0.0..8.0).contains(&g[0]) || !(0.0..8.0).contains(&g[1]) {
+            return z;
+        }
+        let Some(rgb) = img.sample(p[0], p[1]) else {
+            return z;
+        };
+        let even = (g[0] as usize + g[1] as usize) % 2 == 0;
+        let square = if even == even_light {
+            colours.light
+        } else {
+            colours.dark
+        };
+        if dist(rgb, square) / colours.contrast < DEVIATION {
+            return z;
+        }
+        z += PIECE_HEIGHT_STEP;
+    }
+    PIECE_UNKNOWN_HEIGHT
 }
 
 /// Features of one cell from (the visible part of) its samples.

@@ -28,6 +28,12 @@ const MAX_HFOV_DEG: f64 = 120.0;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Viewpoint {
     pub centre: [f64; 3],
+    /// Homogeneous image vector added per unit of height: the image of
+    /// grid point (x, y, z) is `image_from_grid · (x, y, 1) · sign + z · up`.
+    up: [f64; 3],
+    /// Sign that makes `image_from_grid` consistent with `up`.
+    sign: f64,
+    image_from_grid: Matrix3<f64>,
     pub focal_px: f64,
     /// The focal length came from the homography (not the default).
     pub focal_estimated: bool,
@@ -59,9 +65,8 @@ pub fn estimate(loc: &BoardLocation) -> Option<Viewpoint> {
     let kinv = Matrix3::new(1.0 / f, 0.0, 0.0, 0.0, 1.0 / f, 0.0, 0.0, 0.0, 1.0);
     let mut m = kinv * hm;
     // The board is in front of the camera.
-    if m[(2, 2)] < 0.0 {
-        m = -m;
-    }
+    let sign = if m[(2, 2)] < 0.0 { -1.0 } else { 1.0 };
+    m *= sign;
     let (m1, m2, m3): (Vector3<f64>, Vector3<f64>, Vector3<f64>) =
         (m.column(0).into(), m.column(1).into(), m.column(2).into());
     let lambda = (m1.norm() + m2.norm()) / 2.0;
@@ -72,15 +77,43 @@ pub fn estimate(loc: &BoardLocation) -> Option<Viewpoint> {
     let r2 = m2.normalize();
     let r3 = r1.cross(&r2);
     let t = m3 / lambda;
-    let c = [-r1.dot(&t), -r2.dot(&t), (-r3.dot(&t)).abs()];
+    // Up is the side of the board the camera is on.
+    let r3_up = if -r3.dot(&t) >= 0.0 { r3 } else { -r3 };
+    let c = [-r1.dot(&t), -r2.dot(&t), -r3_up.dot(&t)];
+    let k = Matrix3::new(f, 0.0, 0.0, 0.0, f, 0.0, 0.0, 0.0, 1.0);
+    let unshift = Matrix3::new(1.0, 0.0, w / 2.0, 0.0, 1.0, h / 2.0, 0.0, 0.0, 1.0);
+    let up = unshift * k * (r3_up * lambda);
     c.iter().all(|v| v.is_finite()).then_some(Viewpoint {
         centre: c,
+        up: [up.x, up.y, up.z],
+        sign,
+        image_from_grid: loc.image_from_grid.m,
         focal_px: f,
         focal_estimated: estimated.is_some(),
     })
 }
 
 impl Viewpoint {
+    /// Image pixel of the point `z` square sides above grid point (x, y).
+    pub fn project(&self, x: f64, y: f64, z: f64) -> Option<[f64; 2]> {
+        let v = self.image_from_grid * Vector3::new(x, y, 1.0) * self.sign
+            + Vector3::new(self.up[0], self.up[1], self.up[2]) * z;
+        (v.z > 1e-12).then(|| [v.x / v.z, v.y / v.z])
+    }
+
+    /// Where the sight line through the point `z` above grid point (x, y)
+    /// meets the board behind it (grid units); `None` at or above the camera.
+    pub fn ground_behind(&self, x: f64, y: f64, z: f64) -> Option<[f64; 2]> {
+        let cz = self.centre[2];
+        (z < cz - 1e-9).then(|| {
+            let k = cz / (cz - z);
+            [
+                self.centre[0] + (x - self.centre[0]) * k,
+                self.centre[1] + (y - self.centre[1]) * k,
+            ]
+        })
+    }
+
     /// Horizontal distance from a board point to the camera's foot point.
     pub fn ground_distance(&self, p: [f64; 2]) -> f64 {
         (self.centre[0] - p[0]).hypot(self.centre[1] - p[1])
@@ -153,6 +186,26 @@ mod tests {
         let loc = location_from_camera(c, 900.0, (1280, 720));
         let v = estimate(&loc).unwrap();
         assert!(v.focal_estimated);
+        // A point 1.5 squares above c3's centre, projected both ways.
+        let f_true = 900.0;
+        let target = Vector3::new(4.0, 4.0, 0.0);
+        let fwd = (target - c).normalize();
+        let right = fwd.cross(&Vector3::z()).normalize();
+        let down = fwd.cross(&right);
+        let d = Vector3::new(2.5, 5.5, 1.5) - c;
+        let want = [
+            f_true * d.dot(&right) / d.dot(&fwd) + 640.0,
+            f_true * d.dot(&down) / d.dot(&fwd) + 360.0,
+        ];
+        let got = v.project(2.5, 5.5, 1.5).unwrap();
+        assert!(
+            (got[0] - want[0]).abs() < 0.5 && (got[1] - want[1]).abs() < 0.5,
+            "{got:?} vs {want:?}"
+        );
+        // Seen from behind c3, its sight line continues to the board.
+        let g = v.ground_behind(2.5, 5.5, 1.5).unwrap();
+        let k = c.z / (c.z - 1.5);
+        assert!((g[0] - (c.x + (2.5 - c.x) * k)).abs() < 0.02, "{g:?}");
         assert!((v.focal_px - 900.0).abs() < 1.0, "{v:?}");
         for k in 0..3 {
             assert!((v.centre[k] - c[k]).abs() < 0.01, "{v:?}");
@@ -164,6 +217,9 @@ mod tests {
         // Camera low in front of the board at y = -10 (grid units), 6 up.
         let v = Viewpoint {
             centre: [4.0, -10.0, 6.0],
+            up: [0.0, 0.0, 0.0],
+            sign: 1.0,
+            image_from_grid: Matrix3::identity(),
             focal_px: 1000.0,
             focal_estimated: true,
         };
