@@ -97,9 +97,12 @@ pub enum VisionCmd {
         /// Also list every frame that was not read perfectly.
         #[arg(long)]
         failures: bool,
-        /// Write overlays (grid and states found) of up to 12 imperfect frames here.
+        /// Write overlays (grid and states found) of imperfect frames here.
         #[arg(long, value_name = "DIR")]
         dump: Option<PathBuf>,
+        /// At most this many overlays.
+        #[arg(long, default_value_t = 12)]
+        dump_max: usize,
     },
 }
 
@@ -188,6 +191,7 @@ pub fn run_vision(cmd: VisionCmd) -> anyhow::Result<ExitCode> {
             height,
             failures,
             dump,
+            dump_max,
         } => {
             use chessbot::vision::eval_sim;
             let t0 = std::time::Instant::now();
@@ -219,7 +223,7 @@ pub fn run_vision(cmd: VisionCmd) -> anyhow::Result<ExitCode> {
                         || r.score.orientation_ok == Some(false)
                         || r.score.squares.is_some_and(|e| e.wrong() > 0)
                 });
-                for r in bad.take(12) {
+                for r in bad.take(dump_max) {
                     let (img, _) = eval_sim::render_frame(&r.spec, width, height)?;
                     let out = dir.join(format!("frame_{:04}.png", r.spec.index));
                     match pipeline::read_frame(&img, &pipeline::ReadOptions::default()) {
