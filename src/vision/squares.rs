@@ -261,6 +261,16 @@ pub fn cell_features(
                         && (j / 8).abs_diff(i / 8) <= OCCLUDER_REACH
                 })
                 .map(|&(j, h)| (centre_of(j), h))
+                .filter(|(q, h)| {
+                    // Only pieces whose sight-line shadow on the board can
+                    // reach this cell (half a diagonal from its centre).
+                    let reach = view
+                        .ground_behind(q[0], q[1], *h)
+                        .map_or(f64::INFINITY, |g| (g[0] - q[0]).hypot(g[1] - q[1]));
+                    let c = centre_of(i);
+                    (c[0] - q[0]).hypot(c[1] - q[1])
+                        <= reach + OCCLUDER_RADIUS + std::f64::consts::FRAC_1_SQRT_2
+                })
                 .collect();
             if !near.is_empty() {
                 let visible: Vec<Sample> = cells[i]
