@@ -237,7 +237,7 @@ pub fn cell_features(
         dark,
         contrast,
     };
-    let is_light = |i: usize| ((i % 8 + i / 8) % 2 == 0) == even_light;
+    let is_light = |i: usize| (i % 8 + i / 8).is_multiple_of(2) == even_light;
     let mut out: Vec<CellFeatures> = (0..64)
         .map(|i| features_of(&cells[i], is_light(i), &colours))
         .collect();
@@ -331,7 +331,7 @@ fn piece_height(
         let Some(rgb) = img.sample(p[0], p[1]) else {
             return z;
         };
-        let even = (g[0] as usize + g[1] as usize) % 2 == 0;
+        let even = (g[0] as usize + g[1] as usize).is_multiple_of(2);
         let square = if even == even_light {
             colours.light
         } else {

@@ -70,7 +70,7 @@ pub fn estimate(loc: &BoardLocation) -> Option<Viewpoint> {
     let (m1, m2, m3): (Vector3<f64>, Vector3<f64>, Vector3<f64>) =
         (m.column(0).into(), m.column(1).into(), m.column(2).into());
     let lambda = (m1.norm() + m2.norm()) / 2.0;
-    if !(lambda > 1e-12) {
+    if lambda.is_nan() || lambda <= 1e-12 {
         return None;
     }
     let r1 = m1.normalize();
@@ -134,7 +134,11 @@ impl Viewpoint {
         if perp >= radius {
             return false;
         }
-        let entry = (along - (radius * radius - perp * perp).sqrt()).max(0.0);
+        let half_chord = (radius * radius - perp * perp).sqrt();
+        if along + half_chord <= 0.0 {
+            return false; // the cylinder stands behind p
+        }
+        let entry = (along - half_chord).max(0.0);
         if entry >= l {
             return false;
         }
