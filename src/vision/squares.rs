@@ -284,6 +284,16 @@ pub fn cell_features(
                     .collect();
                 let centre_left = visible.iter().filter(|s| s.centre).count();
                 let rim_left = visible.iter().filter(|s| s.rim).count();
+                if centre_left < MIN_VISIBLE_CENTRE
+                    && out[i].f[F_FRAC_LOCAL] > OCC_THRESHOLD
+                    && axis_shows_board(img, &view, centre_of(i), &near, &colours, even_light)
+                {
+                    // Hidden cell whose own axis, where it clears the
+                    // pieces in front, shows the board behind: no piece.
+                    out[i].f[F_FRAC] = 0.0;
+                    out[i].f[F_FRAC_LOCAL] = 0.0;
+                    out[i].f[F_LOCAL] = 0.0;
+                }
                 if centre_left >= MIN_VISIBLE_CENTRE && rim_left >= MIN_VISIBLE_RIM {
                     // Masking removes a neighbour's pixels: it may lower the
                     // evidence for a piece, never raise it (a higher masked
@@ -344,6 +354,85 @@ fn piece_height(
     }
     PIECE_UNKNOWN_HEIGHT
 }
+
+/// Whether the vertical axis above cell centre `c`, where it is not hidden
+/// by the pieces `near` (centre, height) and below any piece's top, shows
+/// the board square its sight line lands on (so no piece stands at `c`):
+/// at least `AXIS_MIN_POINTS` visible heights, each with the axis and two
+/// points beside it matching the board, and none showing something else.
+fn axis_shows_board(
+    img: &RgbImage,
+    view: &viewpoint::Viewpoint,
+    c: [f64; 2],
+    near: &[([f64; 2], f64)],
+    colours: &BoardColours,
+    even_light: bool,
+) -> bool {
+    let (dx, dy) = (view.centre[0] - c[0], view.centre[1] - c[1]);
+    let l = dx.hypot(dy).max(1e-9);
+    // Sideways, across the line of sight.
+    let (sx, sy) = (-dy / l, dx / l);
+    let (mut board, mut other) = (0, 0);
+    let mut z = AXIS_LOW;
+    while z <= AXIS_HIGH {
+        let mut all_board = true;
+        let mut seen = true;
+        for k in [-AXIS_SIDE, 0.0, AXIS_SIDE] {
+            let p = [c[0] + sx * k, c[1] + sy * k];
+            if near
+                .iter()
+                .any(|(q, h)| view.hidden_from(p, z, *q, OCCLUDER_RADIUS, *h))
+            {
+                seen = false;
+                break;
+            }
+            let (Some(px), Some(g)) = (
+                view.project(p[0], p[1], z),
+                view.ground_behind(p[0], p[1], z),
+            ) else {
+                seen = false;
+                break;
+            };
+            if !(0.0..8.0).contains(&g[0]) || !(0.0..8.0).contains(&g[1]) {
+                seen = false;
+                break;
+            }
+            let Some(rgb) = img.sample(px[0], px[1]) else {
+                seen = false;
+                break;
+            };
+            let even = (g[0] as usize + g[1] as usize).is_multiple_of(2);
+            let square = if even == even_light {
+                colours.light
+            } else {
+                colours.dark
+            };
+            if dist(rgb, square) / colours.contrast >= DEVIATION {
+                all_board = false;
+            }
+        }
+        if seen {
+            if all_board {
+                board += 1;
+            } else {
+                other += 1;
+            }
+        }
+        z += AXIS_STEP;
+    }
+    board >= AXIS_MIN_POINTS && other == 0
+}
+
+/// Heights (square sides) along a hidden cell's axis that are checked:
+/// above the base's flare, below a pawn's top (0.88).
+const AXIS_LOW: f64 = 0.2;
+const AXIS_HIGH: f64 = 0.8;
+const AXIS_STEP: f64 = 0.1;
+/// Sideways offset of the two extra points: off-centre placement (up to
+/// 0.12 square) must not let a slim piece slip between the samples.
+const AXIS_SIDE: f64 = 0.08;
+/// Visible heights needed before the axis counts as showing the board.
+const AXIS_MIN_POINTS: usize = 2;
 
 /// Features of one cell from (the visible part of) its samples.
 fn features_of(samples: &[Sample], is_light: bool, colours: &BoardColours) -> CellFeatures {

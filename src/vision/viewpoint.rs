@@ -122,6 +122,11 @@ impl Viewpoint {
     /// Whether the line of sight from board point `p` to the camera passes
     /// through an upright cylinder of `radius` and `height` standing at `q`.
     pub fn hidden_by(&self, p: [f64; 2], q: [f64; 2], radius: f64, height: f64) -> bool {
+        self.hidden_from(p, 0.0, q, radius, height)
+    }
+
+    /// As [`Viewpoint::hidden_by`], for the point `z0` above board point `p`.
+    pub fn hidden_from(&self, p: [f64; 2], z0: f64, q: [f64; 2], radius: f64, height: f64) -> bool {
         let (dx, dy) = (self.centre[0] - p[0], self.centre[1] - p[1]);
         let l = dx.hypot(dy);
         if l < 1e-9 {
@@ -142,8 +147,8 @@ impl Viewpoint {
         if entry >= l {
             return false;
         }
-        // The sight line rises linearly from the board to the camera.
-        self.centre[2] * entry / l < height
+        // The sight line rises linearly from the point to the camera.
+        z0 + (self.centre[2] - z0) * entry / l < height
     }
 }
 
