@@ -82,6 +82,28 @@ pub enum VisionCmd {
         #[arg(long, value_name = "FILE")]
         dump_features: Option<PathBuf>,
     },
+    /// Evaluate localization and square reading on rendered frames, by camera view.
+    EvalSim {
+        /// Number of frames (views take turns: overhead, player, side, corner, low).
+        #[arg(long, default_value_t = 500)]
+        frames: usize,
+        /// Master seed: the same seed renders the same frames.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_t = 1280)]
+        width: u32,
+        #[arg(long, default_value_t = 720)]
+        height: u32,
+        /// Also list every frame that was not read perfectly.
+        #[arg(long)]
+        failures: bool,
+        /// Write overlays (grid and states found) of imperfect frames here.
+        #[arg(long, value_name = "DIR")]
+        dump: Option<PathBuf>,
+        /// At most this many overlays.
+        #[arg(long, default_value_t = 12)]
+        dump_max: usize,
+    },
 }
 
 pub fn run_vision(cmd: VisionCmd) -> anyhow::Result<ExitCode> {
@@ -160,6 +182,65 @@ pub fn run_vision(cmd: VisionCmd) -> anyhow::Result<ExitCode> {
                 results.push((name, eval::evaluate_set(&set)));
             }
             println!("{}", eval::report(&results));
+            Ok(ExitCode::SUCCESS)
+        }
+        VisionCmd::EvalSim {
+            frames,
+            seed,
+            width,
+            height,
+            failures,
+            dump,
+            dump_max,
+        } => {
+            use chessbot::vision::eval_sim;
+            let t0 = std::time::Instant::now();
+            let results = eval_sim::evaluate(frames, seed, width, height, |r| {
+                if (r.spec.index + 1) % 50 == 0 {
+                    eprintln!("{} frames done", r.spec.index + 1);
+                }
+            })
+            .context("rendering the synthetic frames")?;
+            let mut reads: Vec<f64> = results.iter().map(|r| r.read_s * 1e3).collect();
+            reads.sort_by(f64::total_cmp);
+            println!(
+                "{frames} rendered frames, {width}x{height}, seed {seed}; corner tolerance {} square; {:.0} s in all, median read {:.1} ms\n",
+                eval_sim::CORNER_TOLERANCE_SQUARES,
+                t0.elapsed().as_secs_f64(),
+                reads.get(reads.len() / 2).copied().unwrap_or(f64::NAN)
+            );
+            println!("{}", eval_sim::report(&results));
+            if failures {
+                for line in eval_sim::failures(&results) {
+                    println!("{line}");
+                }
+            }
+            if let Some(dir) = dump {
+                std::fs::create_dir_all(&dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
+                let bad = results.iter().filter(|r| {
+                    !r.score.localized
+                        || r.score.orientation_ok == Some(false)
+                        || r.score.squares.is_some_and(|e| e.wrong() > 0)
+                });
+                for r in bad.take(dump_max) {
+                    let (img, _) = eval_sim::render_frame(&r.spec, width, height)?;
+                    let out = dir.join(format!("frame_{:04}.png", r.spec.index));
+                    match pipeline::read_frame(&img, &pipeline::ReadOptions::default()) {
+                        Ok(fr) => {
+                            let drawn = overlay::draw(
+                                &img,
+                                &fr.location,
+                                Some(&fr.reading),
+                                fr.orientation.white_at,
+                                width.max(height) as usize,
+                            )?;
+                            io::save_image(&drawn, &out)?;
+                        }
+                        Err(_) => io::save_image(&img, &out)?,
+                    }
+                }
+            }
             Ok(ExitCode::SUCCESS)
         }
     }

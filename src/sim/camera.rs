@@ -249,40 +249,8 @@ impl Camera {
                     CameraPreset::Angled => (0.0, 55.0),
                     CameraPreset::Low => (-45.0, 30.0),
                 };
-                let fits = |d: f64| -> Result<bool, SimError> {
-                    let cam = Camera::new(
-                        width,
-                        height,
-                        DEFAULT_HFOV_DEG,
-                        Distortion::WEBCAM,
-                        look_at_pose(target, yaw, pitch, d),
-                    )?;
-                    let (mx, my) = (width as f64 * FRAME_MARGIN, height as f64 * FRAME_MARGIN);
-                    Ok(keep_in_view.iter().all(|p| {
-                        cam.project(p).is_some_and(|q| {
-                            q.x >= mx
-                                && q.y >= my
-                                && q.x <= width as f64 - mx
-                                && q.y <= height as f64 - my
-                        })
-                    }))
-                };
-                // Bisect the distance: too close cuts the board off, far always fits.
-                let (mut near, mut far) = (10.0, 50_000.0);
-                if !fits(far)? {
-                    return Err(SimError::BadCamera(
-                        "the board does not fit the picture even from 50 m".to_owned(),
-                    ));
-                }
-                for _ in 0..50 {
-                    let mid = 0.5 * (near + far);
-                    if fits(mid)? {
-                        far = mid;
-                    } else {
-                        near = mid;
-                    }
-                }
-                look_at_pose(target, yaw, pitch, far)
+                let d = framing_distance(width, height, target, keep_in_view, yaw, pitch, 0.0)?;
+                look_at_pose(target, yaw, pitch, d)
             }
         };
         Camera::new(width, height, DEFAULT_HFOV_DEG, Distortion::WEBCAM, pose)
@@ -319,6 +287,49 @@ impl Camera {
     pub fn position_board(&self) -> Point3<f64> {
         self.camera_from_board.inverse() * Point3::origin()
     }
+}
+
+/// The shortest distance from `target` at which a default webcam looking at
+/// it with the given yaw, pitch and roll keeps every point of `keep_in_view`
+/// inside the image with a small margin (as a person frames a photo).
+pub fn framing_distance(
+    width: u32,
+    height: u32,
+    target: Point3<f64>,
+    keep_in_view: &[Point3<f64>],
+    yaw: f64,
+    pitch: f64,
+    roll: f64,
+) -> Result<f64, SimError> {
+    let fits = |d: f64| -> Result<bool, SimError> {
+        let pose = CameraPose {
+            roll_deg: roll,
+            ..look_at_pose(target, yaw, pitch, d)
+        };
+        let cam = Camera::new(width, height, DEFAULT_HFOV_DEG, Distortion::WEBCAM, pose)?;
+        let (mx, my) = (width as f64 * FRAME_MARGIN, height as f64 * FRAME_MARGIN);
+        Ok(keep_in_view.iter().all(|p| {
+            cam.project(p).is_some_and(|q| {
+                q.x >= mx && q.y >= my && q.x <= width as f64 - mx && q.y <= height as f64 - my
+            })
+        }))
+    };
+    // Bisect the distance: too close cuts the board off, far always fits.
+    let (mut near, mut far) = (10.0, 50_000.0);
+    if !fits(far)? {
+        return Err(SimError::BadCamera(
+            "the board does not fit the picture even from 50 m".to_owned(),
+        ));
+    }
+    for _ in 0..50 {
+        let mid = 0.5 * (near + far);
+        if fits(mid)? {
+            far = mid;
+        } else {
+            near = mid;
+        }
+    }
+    Ok(far)
 }
 
 /// Presets keep the board this share of the image size away from the edges.

@@ -13,6 +13,7 @@
 pub mod bench;
 pub mod calibrate;
 pub mod eval;
+pub mod eval_sim;
 pub mod grid;
 pub mod homography;
 pub mod image;
@@ -24,6 +25,7 @@ pub mod overlay;
 pub mod pipeline;
 
 pub mod squares;
+pub mod viewpoint;
 pub mod xcorners;
 
 use serde::{Deserialize, Serialize};

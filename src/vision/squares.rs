@@ -18,6 +18,7 @@ use serde::Serialize;
 use super::image::{luma, RgbImage};
 use super::locate::BoardLocation;
 use super::orientation::Side;
+use super::viewpoint;
 use super::{Occupancy, Occupant, VisionError};
 
 /// Samples per cell side (256 per cell, 16384 per board).
@@ -61,6 +62,31 @@ const COLOUR_MIN_GAP: f32 = 0.1;
 const COLOUR_SOFTNESS: f32 = 0.08;
 /// Variance floor for the calibrated model's features (feature units²).
 const NB_VAR_FLOOR: f32 = 0.03 * 0.03;
+
+/// Pieces nearer the camera are modelled as upright cylinders of this
+/// radius (square sides) when masking what they hide: the slim body above
+/// the base (a pawn's base is ~0.4 square wide, bodies and heads
+/// narrower). Chosen among 0.15-0.3 on pooled rendered frames of all views
+/// (100 frames, seed 3) and checked on the real sets; wider cylinders mask
+/// more of a cell than a real piece hides.
+const OCCLUDER_RADIUS: f64 = 0.18;
+/// Staunton heights in square sides: pawn 0.88 ... king 1.67 (king = 95 mm
+/// on 57 mm squares); each occluder's height is measured between them.
+const PIECE_MIN_HEIGHT: f64 = 0.88;
+const PIECE_MAX_HEIGHT: f64 = 1.67;
+/// Height assumed when the search finds no end: a bishop's, the middle of a set.
+const PIECE_UNKNOWN_HEIGHT: f64 = 1.23;
+/// Step of the height search (a tenth of a square: finer than the
+/// difference between any two piece types' heights).
+const PIECE_HEIGHT_STEP: f64 = 0.1;
+/// Only pieces within this many files and ranks are considered as
+/// occluders (a king leans about 2.9 squares at a 30° view).
+const OCCLUDER_REACH: usize = 3;
+/// A masked cell is re-measured only when at least this many centre
+/// samples (of 64) and rim samples (of 156) stay visible; with fewer, the
+/// unmasked measurement is kept (a fraction over a handful of samples is noise).
+const MIN_VISIBLE_CENTRE: usize = 12;
+const MIN_VISIBLE_RIM: usize = 24;
 
 /// Number of features per cell.
 pub const NF: usize = 6;
@@ -125,13 +151,18 @@ fn dist(a: [f32; 3], b: [f32; 3]) -> f32 {
     ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2) + (a[2] - b[2]).powi(2)).sqrt()
 }
 
-/// Raw samples of one cell: (is_rim, is_centre, rgb).
-fn sample_cell(
-    img: &RgbImage,
-    loc: &BoardLocation,
-    c: usize,
-    r: usize,
-) -> Vec<(bool, bool, [f32; 3])> {
+/// One sample of a cell: where it is on the board (grid units), whether it
+/// belongs to the rim or the centre, and its colour.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    g: [f64; 2],
+    rim: bool,
+    centre: bool,
+    rgb: [f32; 3],
+}
+
+/// Raw samples of one cell.
+fn sample_cell(img: &RgbImage, loc: &BoardLocation, c: usize, r: usize) -> Vec<Sample> {
     let n = SAMPLES_PER_SIDE;
     let mut out = Vec::with_capacity(n * n);
     for l in 0..n {
@@ -148,7 +179,12 @@ fn sample_cell(
             };
             let rim = k < RIM || l < RIM || k >= n - RIM || l >= n - RIM;
             let centre = (CENTRE_LO..CENTRE_HI).contains(&k) && (CENTRE_LO..CENTRE_HI).contains(&l);
-            out.push((rim, centre, rgb));
+            out.push(Sample {
+                g,
+                rim,
+                centre,
+                rgb,
+            });
         }
     }
     out
@@ -180,8 +216,8 @@ pub fn cell_features(
             cells.push(s);
         }
     }
-    let rim_median = |s: &Vec<(bool, bool, [f32; 3])>| {
-        let px: Vec<[f32; 3]> = s.iter().filter(|x| x.0).map(|x| x.2).collect();
+    let rim_median = |s: &Vec<Sample>| {
+        let px: Vec<[f32; 3]> = s.iter().filter(|x| x.rim).map(|x| x.rgb).collect();
         channel_median(&px)
     };
     let rims: Vec<[f32; 3]> = cells.iter().map(rim_median).collect();
@@ -201,58 +237,258 @@ pub fn cell_features(
         dark,
         contrast,
     };
-    let mut out = Vec::with_capacity(64);
-    for (i, s) in cells.iter().enumerate() {
-        let is_light = ((i % 8 + i / 8) % 2 == 0) == even_light;
-        let reference = if is_light { light } else { dark };
-        let centre: Vec<[f32; 3]> = s.iter().filter(|x| x.1).map(|x| x.2).collect();
-        let devs: Vec<f32> = centre
-            .iter()
-            .map(|p| dist(*p, reference) / contrast)
-            .collect();
-        let n = devs.len().max(1) as f32;
-        let frac = devs.iter().filter(|d| **d > DEVIATION).count() as f32 / n;
-        let mean_dev = devs.iter().map(|d| d.min(3.0)).sum::<f32>() / n;
-        let mut dev_luma: Vec<f32> = centre
-            .iter()
-            .zip(&devs)
-            .filter(|(_, d)| **d > DEVIATION)
-            .map(|(p, _)| (luma(*p) - luma(dark)) / contrast)
-            .collect();
-        let piece_luma = if dev_luma.is_empty() {
-            if is_light {
-                1.0
-            } else {
-                0.0
-            }
-        } else {
-            median(&mut dev_luma)
-        };
-        let centre_med = channel_median(&centre);
-        let local = dist(centre_med, rims[i]) / contrast;
-        // Local reference: the median of the cell's own rim, which follows
-        // lighting gradients across the board.
-        let own_ref = rims[i];
-        let own: Vec<&[f32; 3]> = centre
-            .iter()
-            .filter(|p| dist(**p, own_ref) / contrast > LOCAL_DEVIATION)
-            .collect();
-        let frac_local = own.len() as f32 / n;
-        let mut own_luma: Vec<f32> = own
-            .iter()
-            .map(|p| (luma(**p) - luma(dark)) / contrast)
-            .collect();
-        let luma_local = if own_luma.is_empty() {
-            (luma(own_ref) - luma(dark)) / contrast
-        } else {
-            median(&mut own_luma)
-        };
-        out.push(CellFeatures {
-            light: is_light,
-            f: [frac, mean_dev, piece_luma, local, frac_local, luma_local],
+    let is_light = |i: usize| (i % 8 + i / 8).is_multiple_of(2) == even_light;
+    let mut out: Vec<CellFeatures> = (0..64)
+        .map(|i| features_of(&cells[i], is_light(i), &colours))
+        .collect();
+    // Occlusion by pieces leaning in: cells are decided from the camera's
+    // side of the board outward, and samples that a piece on an occupied
+    // cell nearer the camera hides are left out of the later cells.
+    if let Some(view) = viewpoint::estimate(loc) {
+        let centre_of = |i: usize| [(i % 8) as f64 + 0.5, (i / 8) as f64 + 0.5];
+        let mut order: Vec<usize> = (0..64).collect();
+        order.sort_by(|&a, &b| {
+            view.ground_distance(centre_of(a))
+                .total_cmp(&view.ground_distance(centre_of(b)))
         });
+        // (cell, estimated piece height) of the cells found occupied so far.
+        let mut occupied: Vec<(usize, f64)> = Vec::new();
+        for &i in &order {
+            let near: Vec<([f64; 2], f64)> = occupied
+                .iter()
+                .filter(|(j, _)| {
+                    (j % 8).abs_diff(i % 8) <= OCCLUDER_REACH
+                        && (j / 8).abs_diff(i / 8) <= OCCLUDER_REACH
+                })
+                .map(|&(j, h)| (centre_of(j), h))
+                .filter(|(q, h)| {
+                    // Only pieces whose sight-line shadow on the board can
+                    // reach this cell (half a diagonal from its centre).
+                    let reach = view
+                        .ground_behind(q[0], q[1], *h)
+                        .map_or(f64::INFINITY, |g| (g[0] - q[0]).hypot(g[1] - q[1]));
+                    let c = centre_of(i);
+                    (c[0] - q[0]).hypot(c[1] - q[1])
+                        <= reach + OCCLUDER_RADIUS + std::f64::consts::FRAC_1_SQRT_2
+                })
+                .collect();
+            if !near.is_empty() {
+                let visible: Vec<Sample> = cells[i]
+                    .iter()
+                    .filter(|s| {
+                        !near
+                            .iter()
+                            .any(|(q, h)| view.hidden_by(s.g, *q, OCCLUDER_RADIUS, *h))
+                    })
+                    .copied()
+                    .collect();
+                let centre_left = visible.iter().filter(|s| s.centre).count();
+                let rim_left = visible.iter().filter(|s| s.rim).count();
+                if centre_left < MIN_VISIBLE_CENTRE
+                    && out[i].f[F_FRAC_LOCAL] > OCC_THRESHOLD
+                    && axis_shows_board(img, &view, centre_of(i), &near, &colours, even_light)
+                {
+                    // Hidden cell whose own axis, where it clears the
+                    // pieces in front, shows the board behind: no piece.
+                    out[i].f[F_FRAC] = 0.0;
+                    out[i].f[F_FRAC_LOCAL] = 0.0;
+                    out[i].f[F_LOCAL] = 0.0;
+                }
+                if centre_left >= MIN_VISIBLE_CENTRE && rim_left >= MIN_VISIBLE_RIM {
+                    // Masking removes a neighbour's pixels: it may lower the
+                    // evidence for a piece, never raise it (a higher masked
+                    // fraction is an artefact of measuring fewer samples).
+                    let masked = features_of(&visible, is_light(i), &colours);
+                    if masked.f[F_FRAC_LOCAL] < out[i].f[F_FRAC_LOCAL] {
+                        out[i] = masked;
+                    }
+                }
+            }
+            if out[i].f[F_FRAC_LOCAL] > OCC_THRESHOLD {
+                let h = piece_height(img, &view, centre_of(i), &colours, even_light);
+                occupied.push((i, h));
+            }
+        }
     }
     Ok((out, colours))
+}
+
+/// Height (square sides) of the piece standing at grid point `c`: the
+/// lowest point of its vertical axis, from a pawn's height up, where the
+/// image shows the board square the sight line lands on instead of a piece.
+/// Where the sight line leaves the board the search stops there (the
+/// height is at least that: such a piece stands at the far edge and hides
+/// little of the board); with no end found up to a king's height (a piece
+/// or clutter behind it continues the silhouette), a bishop's is assumed.
+fn piece_height(
+    img: &RgbImage,
+    view: &viewpoint::Viewpoint,
+    c: [f64; 2],
+    colours: &BoardColours,
+    even_light: bool,
+) -> f64 {
+    let mut z = PIECE_MIN_HEIGHT;
+    while z < PIECE_MAX_HEIGHT {
+        let (Some(p), Some(g)) = (
+            view.project(c[0], c[1], z),
+            view.ground_behind(c[0], c[1], z),
+        ) else {
+            return z;
+        };
+        if !(0.0..8.0).contains(&g[0]) || !(0.0..8.0).contains(&g[1]) {
+            return z;
+        }
+        let Some(rgb) = img.sample(p[0], p[1]) else {
+            return z;
+        };
+        let even = (g[0] as usize + g[1] as usize).is_multiple_of(2);
+        let square = if even == even_light {
+            colours.light
+        } else {
+            colours.dark
+        };
+        if dist(rgb, square) / colours.contrast < DEVIATION {
+            return z;
+        }
+        z += PIECE_HEIGHT_STEP;
+    }
+    PIECE_UNKNOWN_HEIGHT
+}
+
+/// Whether the vertical axis above cell centre `c`, where it is not hidden
+/// by the pieces `near` (centre, height) and below any piece's top, shows
+/// the board square its sight line lands on (so no piece stands at `c`):
+/// at least `AXIS_MIN_POINTS` visible heights, each with the axis and two
+/// points beside it matching the board, and none showing something else.
+fn axis_shows_board(
+    img: &RgbImage,
+    view: &viewpoint::Viewpoint,
+    c: [f64; 2],
+    near: &[([f64; 2], f64)],
+    colours: &BoardColours,
+    even_light: bool,
+) -> bool {
+    let (dx, dy) = (view.centre[0] - c[0], view.centre[1] - c[1]);
+    let l = dx.hypot(dy).max(1e-9);
+    // Sideways, across the line of sight.
+    let (sx, sy) = (-dy / l, dx / l);
+    let (mut board, mut other) = (0, 0);
+    let mut z = AXIS_LOW;
+    while z <= AXIS_HIGH {
+        let mut all_board = true;
+        let mut seen = true;
+        for k in [-AXIS_SIDE, 0.0, AXIS_SIDE] {
+            let p = [c[0] + sx * k, c[1] + sy * k];
+            if near
+                .iter()
+                .any(|(q, h)| view.hidden_from(p, z, *q, OCCLUDER_RADIUS, *h))
+            {
+                seen = false;
+                break;
+            }
+            let (Some(px), Some(g)) = (
+                view.project(p[0], p[1], z),
+                view.ground_behind(p[0], p[1], z),
+            ) else {
+                seen = false;
+                break;
+            };
+            if !(0.0..8.0).contains(&g[0]) || !(0.0..8.0).contains(&g[1]) {
+                seen = false;
+                break;
+            }
+            let Some(rgb) = img.sample(px[0], px[1]) else {
+                seen = false;
+                break;
+            };
+            let even = (g[0] as usize + g[1] as usize).is_multiple_of(2);
+            let square = if even == even_light {
+                colours.light
+            } else {
+                colours.dark
+            };
+            if dist(rgb, square) / colours.contrast >= DEVIATION {
+                all_board = false;
+            }
+        }
+        if seen {
+            if all_board {
+                board += 1;
+            } else {
+                other += 1;
+            }
+        }
+        z += AXIS_STEP;
+    }
+    board >= AXIS_MIN_POINTS && other == 0
+}
+
+/// Heights (square sides) along a hidden cell's axis that are checked:
+/// above the base's flare, below a pawn's top (0.88).
+const AXIS_LOW: f64 = 0.2;
+const AXIS_HIGH: f64 = 0.8;
+const AXIS_STEP: f64 = 0.1;
+/// Sideways offset of the two extra points: off-centre placement (up to
+/// 0.12 square) must not let a slim piece slip between the samples.
+const AXIS_SIDE: f64 = 0.08;
+/// Visible heights needed before the axis counts as showing the board.
+const AXIS_MIN_POINTS: usize = 2;
+
+/// Features of one cell from (the visible part of) its samples.
+fn features_of(samples: &[Sample], is_light: bool, colours: &BoardColours) -> CellFeatures {
+    let BoardColours {
+        light,
+        dark,
+        contrast,
+    } = *colours;
+    let reference = if is_light { light } else { dark };
+    let rim_px: Vec<[f32; 3]> = samples.iter().filter(|x| x.rim).map(|x| x.rgb).collect();
+    let own_ref = channel_median(&rim_px);
+    let centre: Vec<[f32; 3]> = samples.iter().filter(|x| x.centre).map(|x| x.rgb).collect();
+    let devs: Vec<f32> = centre
+        .iter()
+        .map(|p| dist(*p, reference) / contrast)
+        .collect();
+    let n = devs.len().max(1) as f32;
+    let frac = devs.iter().filter(|d| **d > DEVIATION).count() as f32 / n;
+    let mean_dev = devs.iter().map(|d| d.min(3.0)).sum::<f32>() / n;
+    let mut dev_luma: Vec<f32> = centre
+        .iter()
+        .zip(&devs)
+        .filter(|(_, d)| **d > DEVIATION)
+        .map(|(p, _)| (luma(*p) - luma(dark)) / contrast)
+        .collect();
+    let piece_luma = if dev_luma.is_empty() {
+        if is_light {
+            1.0
+        } else {
+            0.0
+        }
+    } else {
+        median(&mut dev_luma)
+    };
+    let centre_med = channel_median(&centre);
+    let local = dist(centre_med, own_ref) / contrast;
+    // Local reference: the median of the cell's own rim, which follows
+    // lighting gradients across the board.
+    let own: Vec<&[f32; 3]> = centre
+        .iter()
+        .filter(|p| dist(**p, own_ref) / contrast > LOCAL_DEVIATION)
+        .collect();
+    let frac_local = own.len() as f32 / n;
+    let mut own_luma: Vec<f32> = own
+        .iter()
+        .map(|p| (luma(**p) - luma(dark)) / contrast)
+        .collect();
+    let luma_local = if own_luma.is_empty() {
+        (luma(own_ref) - luma(dark)) / contrast
+    } else {
+        median(&mut own_luma)
+    };
+    CellFeatures {
+        light: is_light,
+        f: [frac, mean_dev, piece_luma, local, frac_local, luma_local],
+    }
 }
 
 fn logistic(x: f32) -> f32 {
