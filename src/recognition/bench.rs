@@ -5,14 +5,19 @@
 //! In memory only (rendering, no files): used by the tests on rendered
 //! frames and by `chessbot bench recognition`.
 
-use shakmaty::{Chess, Move, Position};
+use shakmaty::{Chess, Color, Move, Position};
 
 use super::tracker::TrackEvent;
-use super::watcher::{BoardWatcher, WatcherConfig};
+use super::watcher::{BoardWatcher, WatchOutput, WatcherConfig};
 use super::RecognitionError;
 use crate::camera::sim::rgb_from_sim;
-use crate::sim::opponent::{OpponentStyle, Phase, ScriptedGame};
+use crate::sim::opponent::{OpponentStyle, Phase, ScriptTruth, ScriptedGame};
 use crate::sim::{Renderer, SceneSpec, SimError};
+
+/// The camera keeps running after the script's last frame for this long
+/// (the last world repeated), so that the watcher can conclude on the
+/// final move (the script itself ends 0.5 s after the hand is gone).
+pub const TAIL_MS: f64 = 2_000.0;
 
 /// One simulated game to watch.
 #[derive(Debug, Clone)]
@@ -22,6 +27,13 @@ pub struct SimGame {
     pub moves: Vec<Move>,
     pub style: OpponentStyle,
     pub seed: u64,
+    /// The side the robot plays: the watcher is told to expect each of
+    /// its moves when the (scripted) move starts, as the service does when
+    /// the arm starts moving. `None`: two people.
+    pub robot: Option<Color>,
+    /// Lost track: the watcher gets no frames from the start of move
+    /// `.0` (0-based ply) until move `.1` is done.
+    pub blind: Option<(usize, usize)>,
 }
 
 /// What happened to one move of the script.
@@ -56,24 +68,13 @@ pub struct SimGameReport {
     pub unread_frames: u64,
     /// Whether the watcher's final position is the script's.
     pub final_position_right: bool,
+    /// Moves committed, resynced or (robot moves) verified, in order.
+    pub committed: Vec<Move>,
 }
 
 impl SimGameReport {
     pub fn count(&self, f: impl Fn(&MoveOutcome) -> bool) -> usize {
         self.outcomes.iter().filter(|o| f(o)).count()
-    }
-
-    /// Moves committed (or resynced), in order.
-    pub fn committed(&self) -> Vec<Move> {
-        let mut v = Vec::new();
-        for (_, e) in &self.events {
-            match e {
-                TrackEvent::Move { mv, .. } => v.push(*mv),
-                TrackEvent::Resynced { moves, .. } => v.extend(moves.iter().copied()),
-                _ => {}
-            }
-        }
-        v
     }
 
     pub fn unexplained(&self) -> usize {
@@ -96,8 +97,18 @@ pub enum SimRunError {
 /// Renders `game` frame by frame into a watcher built with `cfg` and
 /// scores what it committed against the script.
 pub fn watch_sim_game(game: &SimGame, cfg: WatcherConfig) -> Result<SimGameReport, SimRunError> {
+    watch_sim_game_with(game, cfg, |_, _, _| {})
+}
+
+/// [`watch_sim_game`], calling `on_frame` with each frame's truth, the
+/// watcher's output and the watcher (progress, diagnostics).
+pub fn watch_sim_game_with(
+    game: &SimGame,
+    cfg: WatcherConfig,
+    mut on_frame: impl FnMut(&ScriptTruth, &WatchOutput, &BoardWatcher),
+) -> Result<SimGameReport, SimRunError> {
     let scene = game.scene.build(game.start.board(), game.seed)?;
-    let script = ScriptedGame::new(
+    let mut script = ScriptedGame::new(
         scene.world,
         game.start.clone(),
         &game.moves,
@@ -114,7 +125,39 @@ pub fn watch_sim_game(game: &SimGame, cfg: WatcherConfig) -> Result<SimGameRepor
     let mut release_ms: Vec<f64> = Vec::new();
     let mut last_release = 0.0;
     let mut last_ply = 0;
-    for (world, truth) in script {
+    let mut blind = false;
+    let fps = game.style.fps;
+    let mut last: Option<(crate::sim::World, ScriptTruth)> = None;
+    let mut tail = 0u64;
+    let tail_frames = (TAIL_MS * fps / 1000.0).round() as u64;
+    loop {
+        let (world, truth) = match script.next() {
+            Some(f) => {
+                last = Some(f.clone());
+                f
+            }
+            None => {
+                let Some((w, mut t)) = last.clone() else {
+                    break;
+                };
+                if tail >= tail_frames {
+                    break;
+                }
+                tail += 1;
+                t.frame += tail;
+                t.time_ms += tail as f64 * 1000.0 / fps;
+                t.events.clear();
+                (w, t)
+            }
+        };
+        if let Some((a, b)) = game.blind {
+            if truth.ply == a && truth.moving.is_some() {
+                blind = true;
+            }
+            if truth.ply > b {
+                blind = false;
+            }
+        }
         if truth.ply > last_ply {
             done_ms.resize(truth.ply, truth.time_ms);
             release_ms.resize(truth.ply, last_release);
@@ -123,10 +166,20 @@ pub fn watch_sim_game(game: &SimGame, cfg: WatcherConfig) -> Result<SimGameRepor
         if truth.moving.is_some() && matches!(truth.phase, Phase::Hold | Phase::Carry) {
             last_release = truth.time_ms;
         }
+        if let (Some(robot), Some(&mv)) = (game.robot, game.moves.get(truth.ply)) {
+            let starts = truth.events.iter().any(|e| e.starts_with("move_started"));
+            if starts && color_of_ply(&game.start, truth.ply) == robot && !blind {
+                watcher.expect_robot_move(mv)?;
+            }
+        }
+        if blind {
+            continue;
+        }
         let frame = renderer.render(&world, &scene.options)?;
         let image = rgb_from_sim(frame.image);
         let out = watcher.push(&image, truth.time_ms.round() as u64)?;
         report.frames += 1;
+        on_frame(&truth, &out, &watcher);
         if !out.usable() {
             report.unread_frames += 1;
         }
@@ -136,11 +189,17 @@ pub fn watch_sim_game(game: &SimGame, cfg: WatcherConfig) -> Result<SimGameRepor
                 TrackEvent::Resynced { moves, .. } => {
                     commits.extend(moves.iter().map(|m| (*m, truth.time_ms, true)))
                 }
+                TrackEvent::RobotMoveVerified { .. } => {
+                    if let Some(&mv) = game.moves.get(commits.len()) {
+                        commits.push((mv, truth.time_ms, false));
+                    }
+                }
                 _ => {}
             }
             report.events.push((truth.frame, ev));
         }
     }
+    report.committed = commits.iter().map(|c| c.0).collect();
     let mut pos = game.start.clone();
     let mut off_track = false;
     for (k, &mv) in game.moves.iter().enumerate() {
@@ -170,4 +229,13 @@ pub fn watch_sim_game(game: &SimGame, cfg: WatcherConfig) -> Result<SimGameRepor
     report.final_position_right =
         watcher.position().board() == pos.board() && watcher.position().turn() == pos.turn();
     Ok(report)
+}
+
+/// Which colour plays ply `k` (0-based) from `start`.
+fn color_of_ply(start: &Chess, k: usize) -> Color {
+    if k.is_multiple_of(2) {
+        start.turn()
+    } else {
+        !start.turn()
+    }
 }

@@ -22,8 +22,8 @@ use crate::vision::locate::BoardLocation;
 use crate::vision::motion::{self, MotionDetector};
 use crate::vision::orientation::{Side, ALL_SIDES};
 use crate::vision::pipeline::{self, FrameReading, ReadOptions};
-use crate::vision::squares::CalibratedModel;
-use crate::vision::VisionError;
+use crate::vision::squares::{self, CalibratedModel};
+use crate::vision::{Occupancy, Occupant as VisionOccupant, VisionError};
 
 /// A re-localized board whose corners all lie within this fraction of the
 /// board's mean side length of the tracked corners is the same board (a
@@ -31,6 +31,22 @@ use crate::vision::VisionError;
 /// localization is ~0.05-0.09 square (docs/vision.md), i.e. about 1 % of
 /// the board side; a bumped board moves by far more than 0.3 square.
 const SAME_BOARD_TOLERANCE: f64 = 0.3 / 8.0;
+
+/// The ring watched for hands: strips just outside the 8x8 grid, from
+/// this far out to this far out (grid units = squares). It lies on the
+/// board's own frame (12-30 mm wide on the simulated boards, ~0.25-0.6
+/// square), where pieces never stand and which every hand or arm reaching
+/// in from outside must cross.
+const RING_INNER: f64 = 0.05;
+const RING_OUTER: f64 = 0.45;
+/// Samples per ring region side.
+const RING_SAMPLES: usize = 6;
+/// A ring that differs from its baseline while nothing at all moves for
+/// this long becomes the new baseline (a captured piece put down beside the
+/// board, a lamp switched on). Longer than any hold of a hand in the middle
+/// of a move (the scripted person holds still at most 0.25 s at a time,
+/// plus slow vertical motions).
+const RING_REBASE_MS: u64 = 1_500;
 
 /// Tuning of the watcher.
 #[derive(Debug, Clone)]
@@ -49,6 +65,12 @@ pub struct WatcherConfig {
     pub cover_fraction: f32,
     /// Still frames before the scene counts as settled (`[vision] settle_frames`).
     pub settle_frames: u32,
+    /// Teach the square classifier on the board itself: whenever the scene
+    /// is settled and shows the believed position (best hypothesis
+    /// "nothing changed") for a position not yet learnt, fit a
+    /// [`CalibratedModel`] on that frame with the position as labels. Used
+    /// instead of `model` once fitted.
+    pub self_calibrate: bool,
 }
 
 impl Default for WatcherConfig {
@@ -60,6 +82,7 @@ impl Default for WatcherConfig {
             model: None,
             cover_fraction: motion::DEFAULT_COVER_FRACTION,
             settle_frames: motion::DEFAULT_SETTLE_FRAMES,
+            self_calibrate: true,
         }
     }
 }
@@ -107,6 +130,101 @@ pub struct BoardWatcher {
     motion: MotionDetector,
     last_reading: Option<FrameReading>,
     last_t_ms: Option<u64>,
+    ring: RingWatch,
+    model: Option<CalibratedModel>,
+    /// The position the model was last fitted on.
+    learnt: Option<shakmaty::Board>,
+}
+
+/// Hand-presence check on the ring around the board: motion detection
+/// alone misses a hand that holds still (or moves only up and down, which
+/// an overhead camera hardly sees) in the middle of a two-part move; the
+/// forearm still crosses the board's edge.
+#[derive(Debug, Clone, Default)]
+struct RingWatch {
+    baseline: Option<Vec<Vec<f32>>>,
+    previous: Option<Vec<Vec<f32>>>,
+    /// Since when the ring and board have been still while the ring
+    /// differs from its baseline.
+    still_since_ms: Option<u64>,
+}
+
+impl RingWatch {
+    /// Whether something crosses the ring; `board_still` is the motion
+    /// detector's verdict on the board itself.
+    fn update(&mut self, sig: Vec<Vec<f32>>, t_ms: u64, board_still: bool, fraction: f32) -> bool {
+        let baseline = self.baseline.get_or_insert_with(|| sig.clone());
+        let differs = ring_differs(baseline, &sig, fraction);
+        let moving = self
+            .previous
+            .as_ref()
+            .is_some_and(|p| ring_differs(p, &sig, fraction));
+        let mut present = differs;
+        if differs && !moving && board_still {
+            let since = *self.still_since_ms.get_or_insert(t_ms);
+            if t_ms.saturating_sub(since) >= RING_REBASE_MS {
+                *baseline = sig.clone();
+                self.still_since_ms = None;
+                present = false;
+            }
+        } else {
+            self.still_since_ms = None;
+        }
+        self.previous = Some(sig);
+        present
+    }
+}
+
+/// Luminance samples of the ring regions (NaN where outside the image).
+fn ring_signature(img: &RgbImage, loc: &BoardLocation) -> Vec<Vec<f32>> {
+    let mut regions: Vec<[f64; 4]> = Vec::with_capacity(32);
+    let depth = RING_OUTER - RING_INNER;
+    for k in 0..8 {
+        let k = k as f64;
+        regions.push([k, -RING_OUTER, 1.0, depth]);
+        regions.push([k, 8.0 + RING_INNER, 1.0, depth]);
+        regions.push([-RING_OUTER, k, depth, 1.0]);
+        regions.push([8.0 + RING_INNER, k, depth, 1.0]);
+    }
+    regions
+        .iter()
+        .map(|&[x, y, w, h]| {
+            let mut v = Vec::with_capacity(RING_SAMPLES * RING_SAMPLES);
+            for l in 0..RING_SAMPLES {
+                for k in 0..RING_SAMPLES {
+                    let g = [
+                        x + w * (k as f64 + 0.5) / RING_SAMPLES as f64,
+                        y + h * (l as f64 + 0.5) / RING_SAMPLES as f64,
+                    ];
+                    v.push(
+                        loc.to_image(g)
+                            .and_then(|p| img.sample(p[0], p[1]))
+                            .map_or(f32::NAN, crate::vision::image::luma),
+                    );
+                }
+            }
+            v
+        })
+        .collect()
+}
+
+/// Whether any ring region differs (the motion detector's rule: more than
+/// `fraction` of its visible samples changed by more than
+/// [`motion::PIXEL_DIFF`]).
+fn ring_differs(a: &[Vec<f32>], b: &[Vec<f32>], fraction: f32) -> bool {
+    a.iter().zip(b).any(|(ra, rb)| {
+        let (mut seen, mut changed) = (0usize, 0usize);
+        for (x, y) in ra.iter().zip(rb) {
+            if x.is_nan() || y.is_nan() {
+                continue;
+            }
+            seen += 1;
+            if (x - y).abs() > motion::PIXEL_DIFF {
+                changed += 1;
+            }
+        }
+        seen > 0 && changed as f32 > fraction * seen as f32
+    })
 }
 
 impl BoardWatcher {
@@ -118,6 +236,9 @@ impl BoardWatcher {
             motion: MotionDetector::new(cfg.cover_fraction, cfg.settle_frames),
             last_reading: None,
             last_t_ms: None,
+            ring: RingWatch::default(),
+            model: cfg.model.clone(),
+            learnt: None,
             cfg,
         }
     }
@@ -166,7 +287,7 @@ impl BoardWatcher {
         let opts = ReadOptions {
             white_at: self.white_at,
             tracked: self.location.clone(),
-            model: self.cfg.model.clone(),
+            model: self.model.clone(),
         };
         let read = match pipeline::read_frame(image, &opts) {
             Ok(r) => r,
@@ -185,7 +306,7 @@ impl BoardWatcher {
                 let opts = ReadOptions {
                     white_at: Some(side),
                     tracked: self.location.clone(),
-                    model: self.cfg.model.clone(),
+                    model: self.model.clone(),
                 };
                 if let Ok(r) = pipeline::read_frame(image, &opts) {
                     read = r;
@@ -203,7 +324,16 @@ impl BoardWatcher {
             }
         }
         let obs = board_obs(&read, &occluded);
-        let busy = !state.settled;
+        let hand_at_edge = self.ring.update(
+            ring_signature(image, loc),
+            t_ms,
+            state.settled,
+            self.cfg.cover_fraction,
+        );
+        let busy = !state.settled || hand_at_edge;
+        if !busy && self.cfg.self_calibrate {
+            self.learn(image, &read, &obs);
+        }
         let event = self.tracker.push(t_ms, &obs, busy);
         let covered = Square::ALL
             .into_iter()
@@ -217,6 +347,33 @@ impl BoardWatcher {
             covered,
             reading: Some(read),
         })
+    }
+
+    /// Fits the classifier on a settled frame that shows the believed
+    /// position, once per position.
+    fn learn(&mut self, image: &RgbImage, read: &FrameReading, obs: &BoardObs) {
+        let pos = self.tracker.position();
+        if self.learnt.as_ref() == Some(pos.board()) || obs.any_occluded() {
+            return;
+        }
+        let scored = super::scoring::score(pos, obs);
+        if scored.hypotheses.first().is_none_or(|h| h.mv.is_some()) {
+            return;
+        }
+        let Ok((cells, _)) = squares::cell_features(image, &read.location) else {
+            return;
+        };
+        let occ: Occupancy =
+            std::array::from_fn(|i| match pos.board().color_at(Square::new(i as u32)) {
+                None => VisionOccupant::Empty,
+                Some(shakmaty::Color::White) => VisionOccupant::White,
+                Some(shakmaty::Color::Black) => VisionOccupant::Black,
+            });
+        let truth = squares::cells_from_occupancy(&occ, read.orientation.white_at);
+        if let Ok(m) = CalibratedModel::fit(&cells, &truth) {
+            self.model = Some(m);
+            self.learnt = Some(pos.board().clone());
+        }
     }
 
     /// A frame with nothing to decide on: the tracker's count of agreeing
@@ -243,6 +400,7 @@ impl BoardWatcher {
             _ => {
                 self.location = Some(read.location.clone());
                 self.motion = MotionDetector::new(self.cfg.cover_fraction, self.cfg.settle_frames);
+                self.ring = RingWatch::default();
             }
         }
     }
