@@ -244,7 +244,10 @@ fn a_quick_reply_after_the_robots_move_is_not_missed() {
             )
         })
         .count();
-    assert_eq!(verified, 2);
+    // The first robot move is verified; the script starts the robot's
+    // second move before the quick reply is committed (the service would
+    // wait for it), so that one is watched as a plain move.
+    assert_eq!(verified, 1);
 }
 
 #[test]

@@ -168,7 +168,14 @@ pub fn watch_sim_game_with(
         }
         if let (Some(robot), Some(&mv)) = (game.robot, game.moves.get(truth.ply)) {
             let starts = truth.events.iter().any(|e| e.starts_with("move_started"));
-            if starts && color_of_ply(&game.start, truth.ply) == robot && !blind {
+            // The service moves the arm only once it has the person's
+            // reply; the script does not wait, so a reply not yet
+            // committed means the robot's move is watched as a person's.
+            if starts
+                && color_of_ply(&game.start, truth.ply) == robot
+                && !blind
+                && watcher.position().is_legal(mv)
+            {
                 watcher.expect_robot_move(mv)?;
             }
         }

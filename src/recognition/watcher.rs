@@ -20,10 +20,10 @@ use super::RecognitionError;
 use crate::vision::image::RgbImage;
 use crate::vision::locate::BoardLocation;
 use crate::vision::motion::{self, MotionDetector};
-use crate::vision::orientation::{Side, ALL_SIDES};
+use crate::vision::orientation::Side;
 use crate::vision::pipeline::{self, FrameReading, ReadOptions};
 use crate::vision::squares::{self, CalibratedModel};
-use crate::vision::{Occupancy, Occupant as VisionOccupant, VisionError};
+use crate::vision::VisionError;
 
 /// A re-localized board whose corners all lie within this fraction of the
 /// board's mean side length of the tracked corners is the same board (a
@@ -32,21 +32,17 @@ use crate::vision::{Occupancy, Occupant as VisionOccupant, VisionError};
 /// the board side; a bumped board moves by far more than 0.3 square.
 const SAME_BOARD_TOLERANCE: f64 = 0.3 / 8.0;
 
-/// The ring watched for hands: strips just outside the 8x8 grid, from
-/// this far out to this far out (grid units = squares). It lies on the
-/// board's own frame (12-30 mm wide on the simulated boards, ~0.25-0.6
-/// square), where pieces never stand and which every hand or arm reaching
-/// in from outside must cross.
-const RING_INNER: f64 = 0.05;
-const RING_OUTER: f64 = 0.45;
-/// Samples per ring region side.
-const RING_SAMPLES: usize = 6;
-/// A ring that differs from its baseline while nothing at all moves for
-/// this long becomes the new baseline (a captured piece put down beside the
-/// board, a lamp switched on). Longer than any hold of a hand in the middle
-/// of a move (the scripted person holds still at most 0.25 s at a time,
-/// plus slow vertical motions).
-const RING_REBASE_MS: u64 = 1_500;
+/// Frames back the watcher also compares each frame with. Consecutive
+/// frames miss a smooth, uniformly coloured hand: at 600 mm/s and 30 fps
+/// it moves 20 mm, 0.4 of a 50 mm square, and only its edges change (fewer
+/// than the 20 % of a square's samples that count). Four frames back it
+/// has moved more than a square. Measured on rendered games: without it
+/// the whole reach and carry of a rook-first castling read as still.
+const MOTION_LOOKBACK: usize = 4;
+
+/// Nominal frame interval used to turn `settle_frames` into time for the
+/// look-back motion (30 fps; at 20 fps the settle time is a bit shorter).
+const SETTLE_FRAME_MS: u64 = 33;
 
 /// Tuning of the watcher.
 #[derive(Debug, Clone)]
@@ -130,101 +126,13 @@ pub struct BoardWatcher {
     motion: MotionDetector,
     last_reading: Option<FrameReading>,
     last_t_ms: Option<u64>,
-    ring: RingWatch,
+    /// Signatures of the last [`MOTION_LOOKBACK`] frames.
+    recent: std::collections::VecDeque<motion::Signature>,
+    /// When a cell last moved against the look-back frames.
+    moved_ms: Option<u64>,
     model: Option<CalibratedModel>,
     /// The position the model was last fitted on.
     learnt: Option<shakmaty::Board>,
-}
-
-/// Hand-presence check on the ring around the board: motion detection
-/// alone misses a hand that holds still (or moves only up and down, which
-/// an overhead camera hardly sees) in the middle of a two-part move; the
-/// forearm still crosses the board's edge.
-#[derive(Debug, Clone, Default)]
-struct RingWatch {
-    baseline: Option<Vec<Vec<f32>>>,
-    previous: Option<Vec<Vec<f32>>>,
-    /// Since when the ring and board have been still while the ring
-    /// differs from its baseline.
-    still_since_ms: Option<u64>,
-}
-
-impl RingWatch {
-    /// Whether something crosses the ring; `board_still` is the motion
-    /// detector's verdict on the board itself.
-    fn update(&mut self, sig: Vec<Vec<f32>>, t_ms: u64, board_still: bool, fraction: f32) -> bool {
-        let baseline = self.baseline.get_or_insert_with(|| sig.clone());
-        let differs = ring_differs(baseline, &sig, fraction);
-        let moving = self
-            .previous
-            .as_ref()
-            .is_some_and(|p| ring_differs(p, &sig, fraction));
-        let mut present = differs;
-        if differs && !moving && board_still {
-            let since = *self.still_since_ms.get_or_insert(t_ms);
-            if t_ms.saturating_sub(since) >= RING_REBASE_MS {
-                *baseline = sig.clone();
-                self.still_since_ms = None;
-                present = false;
-            }
-        } else {
-            self.still_since_ms = None;
-        }
-        self.previous = Some(sig);
-        present
-    }
-}
-
-/// Luminance samples of the ring regions (NaN where outside the image).
-fn ring_signature(img: &RgbImage, loc: &BoardLocation) -> Vec<Vec<f32>> {
-    let mut regions: Vec<[f64; 4]> = Vec::with_capacity(32);
-    let depth = RING_OUTER - RING_INNER;
-    for k in 0..8 {
-        let k = k as f64;
-        regions.push([k, -RING_OUTER, 1.0, depth]);
-        regions.push([k, 8.0 + RING_INNER, 1.0, depth]);
-        regions.push([-RING_OUTER, k, depth, 1.0]);
-        regions.push([8.0 + RING_INNER, k, depth, 1.0]);
-    }
-    regions
-        .iter()
-        .map(|&[x, y, w, h]| {
-            let mut v = Vec::with_capacity(RING_SAMPLES * RING_SAMPLES);
-            for l in 0..RING_SAMPLES {
-                for k in 0..RING_SAMPLES {
-                    let g = [
-                        x + w * (k as f64 + 0.5) / RING_SAMPLES as f64,
-                        y + h * (l as f64 + 0.5) / RING_SAMPLES as f64,
-                    ];
-                    v.push(
-                        loc.to_image(g)
-                            .and_then(|p| img.sample(p[0], p[1]))
-                            .map_or(f32::NAN, crate::vision::image::luma),
-                    );
-                }
-            }
-            v
-        })
-        .collect()
-}
-
-/// Whether any ring region differs (the motion detector's rule: more than
-/// `fraction` of its visible samples changed by more than
-/// [`motion::PIXEL_DIFF`]).
-fn ring_differs(a: &[Vec<f32>], b: &[Vec<f32>], fraction: f32) -> bool {
-    a.iter().zip(b).any(|(ra, rb)| {
-        let (mut seen, mut changed) = (0usize, 0usize);
-        for (x, y) in ra.iter().zip(rb) {
-            if x.is_nan() || y.is_nan() {
-                continue;
-            }
-            seen += 1;
-            if (x - y).abs() > motion::PIXEL_DIFF {
-                changed += 1;
-            }
-        }
-        seen > 0 && changed as f32 > fraction * seen as f32
-    })
 }
 
 impl BoardWatcher {
@@ -236,7 +144,8 @@ impl BoardWatcher {
             motion: MotionDetector::new(cfg.cover_fraction, cfg.settle_frames),
             last_reading: None,
             last_t_ms: None,
-            ring: RingWatch::default(),
+            recent: std::collections::VecDeque::new(),
+            moved_ms: None,
             model: cfg.model.clone(),
             learnt: None,
             cfg,
@@ -300,7 +209,7 @@ impl BoardWatcher {
         self.adopt_location(&read);
         let mut read = read;
         if self.white_at.is_none() {
-            let side = best_side(&read, self.tracker.position());
+            let side = super::photo::best_side(&read, self.tracker.position().board());
             self.white_at = Some(side);
             if side != read.orientation.white_at {
                 let opts = ReadOptions {
@@ -314,9 +223,30 @@ impl BoardWatcher {
             }
         }
         let loc = self.location.as_ref().unwrap_or(&read.location);
-        let state = self.motion.update(motion::signature(image, loc));
+        let sig = motion::signature(image, loc);
+        let mut cells = [false; 64];
+        for old in &self.recent {
+            for (c, d) in
+                cells
+                    .iter_mut()
+                    .zip(motion::differing_cells(old, &sig, self.cfg.cover_fraction))
+            {
+                *c |= d;
+            }
+        }
+        if self.recent.len() >= MOTION_LOOKBACK {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(sig.clone());
+        let state = self.motion.update(sig);
+        let slow_motion = cells.iter().any(|c| *c);
+        if slow_motion {
+            self.moved_ms = Some(t_ms);
+        }
+        for (c, d) in cells.iter_mut().zip(state.covered()) {
+            *c |= d;
+        }
         let side = read.orientation.white_at;
-        let cells = state.covered();
         let mut occluded = [false; 64];
         for (i, &c) in cells.iter().enumerate() {
             if c {
@@ -324,13 +254,13 @@ impl BoardWatcher {
             }
         }
         let obs = board_obs(&read, &occluded);
-        let hand_at_edge = self.ring.update(
-            ring_signature(image, loc),
-            t_ms,
-            state.settled,
-            self.cfg.cover_fraction,
-        );
-        let busy = !state.settled || hand_at_edge;
+        // Still for as long as the motion detector needs to call the
+        // scene settled, counted from the last look-back motion too.
+        let settle_ms = u64::from(self.cfg.settle_frames) * SETTLE_FRAME_MS;
+        let busy = !state.settled
+            || self
+                .moved_ms
+                .is_some_and(|m| t_ms.saturating_sub(m) < settle_ms);
         if !busy && self.cfg.self_calibrate {
             self.learn(image, &read, &obs);
         }
@@ -363,12 +293,7 @@ impl BoardWatcher {
         let Ok((cells, _)) = squares::cell_features(image, &read.location) else {
             return;
         };
-        let occ: Occupancy =
-            std::array::from_fn(|i| match pos.board().color_at(Square::new(i as u32)) {
-                None => VisionOccupant::Empty,
-                Some(shakmaty::Color::White) => VisionOccupant::White,
-                Some(shakmaty::Color::Black) => VisionOccupant::Black,
-            });
+        let occ = super::photo::occupancy_of(pos.board());
         let truth = squares::cells_from_occupancy(&occ, read.orientation.white_at);
         if let Ok(m) = CalibratedModel::fit(&cells, &truth) {
             self.model = Some(m);
@@ -400,7 +325,7 @@ impl BoardWatcher {
             _ => {
                 self.location = Some(read.location.clone());
                 self.motion = MotionDetector::new(self.cfg.cover_fraction, self.cfg.settle_frames);
-                self.ring = RingWatch::default();
+                self.recent.clear();
             }
         }
     }
@@ -408,50 +333,13 @@ impl BoardWatcher {
 
 /// The observations of a reading with the covered squares marked.
 pub fn board_obs(read: &FrameReading, occluded: &[bool; 64]) -> BoardObs {
-    BoardObs(std::array::from_fn(|i| {
-        if occluded[i] {
-            return SquareObs::occluded();
-        }
-        let s = &read.reading.squares[i];
-        let total = (s.p_empty + s.p_white + s.p_black).max(f32::EPSILON);
-        SquareObs {
-            p_empty: s.p_empty / total,
-            p_white: s.p_white / total,
-            p_black: s.p_black / total,
-            occluded: false,
-        }
-    }))
-}
-
-/// The side of the image under which `pos` best explains the reading.
-fn best_side(read: &FrameReading, pos: &Chess) -> Side {
-    let here = read.orientation.white_at;
-    // Back to grid cells, then forward under each candidate side.
-    let mut cells = [[0f32; 3]; 64];
-    for r in 0..8 {
-        for c in 0..8 {
-            let s = &read.reading.squares[here.square_of_cell(c, r)];
-            cells[c + 8 * r] = [s.p_empty, s.p_white, s.p_black];
+    let mut obs = super::photo::obs_of_reading(read);
+    for (o, &c) in obs.0.iter_mut().zip(occluded) {
+        if c {
+            *o = SquareObs::occluded();
         }
     }
-    let ll = |side: Side| -> f64 {
-        let obs = BoardObs(std::array::from_fn(|sq| {
-            let (c, r) = side.cell_of_square(sq);
-            let [pe, pw, pb] = cells[c + 8 * r];
-            SquareObs {
-                p_empty: pe,
-                p_white: pw,
-                p_black: pb,
-                occluded: false,
-            }
-        }));
-        obs.log_likelihood(pos.board())
-    };
-    ALL_SIDES
-        .into_iter()
-        .map(|s| (s, ll(s)))
-        .fold((here, ll(here)), |a, b| if b.1 > a.1 { b } else { a })
-        .0
+    obs
 }
 
 fn same_board(a: &BoardLocation, b: &BoardLocation) -> bool {
