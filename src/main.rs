@@ -12,6 +12,7 @@ use chessbot::logging::{self, LogFormat};
 mod arm_cli;
 mod cli;
 mod engine_cli;
+mod recog_cli;
 mod sim_cli;
 mod vision_cli;
 
@@ -57,6 +58,10 @@ enum Command {
     /// Calibrate the camera, the board pose in the image, the servos or the board-to-arm placement.
     #[command(subcommand)]
     Calibrate(CalibrateCommand),
+    /// Watch a game between two people (video, frames or camera) and write its PGN.
+    Record(recog_cli::RecordArgs),
+    /// Which legal move a photo shows, from a known position.
+    Recognize(recog_cli::RecognizeArgs),
     /// Run the built-in engine as a UCI engine on stdin/stdout.
     Uci,
     /// Play engines against each other: score, Elo difference, PGN.
@@ -114,6 +119,20 @@ enum BenchCommand {
         /// Timed runs of each.
         #[arg(long, default_value_t = 30)]
         runs: usize,
+    },
+    /// Move recognition on long simulated games (use a release build).
+    Recognition {
+        #[arg(long, default_value_t = 9)]
+        games: usize,
+        /// Moves per game.
+        #[arg(long, default_value_t = 40)]
+        moves: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_t = 640)]
+        width: u32,
+        #[arg(long, default_value_t = 480)]
+        height: u32,
     },
     /// Simulator: milliseconds per rendered frame (use a release build).
     Render {
@@ -184,6 +203,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve { bind } => cli::serve(config, bind),
         Command::Arm(cmd) => arm_cli::run(&config, cmd),
         Command::Sim(cmd) => sim_cli::run(cmd),
+        Command::Bench(BenchCommand::Recognition {
+            games,
+            moves,
+            seed,
+            width,
+            height,
+        }) => recog_cli::bench_recognition(games, moves, seed, width, height),
         Command::Bench(BenchCommand::Render {
             width,
             height,
@@ -200,6 +226,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(BenchCommand::Vision { image, runs }) => {
             vision_cli::bench_vision(image.as_deref(), runs)
         }
+        Command::Record(args) => recog_cli::record(&config, &args),
+        Command::Recognize(args) => recog_cli::recognize(&args),
         Command::Uci => engine_cli::uci(&config),
         Command::Match(args) => engine_cli::run_match(&config, &args),
         Command::Bench(BenchCommand::Engine { depth }) => {

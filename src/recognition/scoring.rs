@@ -266,7 +266,7 @@ pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
         }
         None => pos.board().clone(),
     };
-    let verdict = if !obs.disagreements(&best_board).is_empty() {
+    let verdict = if !excusable(&obs.disagreements(&best_board), &best_board) {
         // Tell people what to restore: the squares that differ from the
         // position before, not from the nearest legal move.
         Verdict::Unexplained {
@@ -292,6 +292,28 @@ pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
     }
 }
 
+/// Confidently read squares that may contradict the best hypothesis
+/// without making the board unexplained: a tall piece seen from an angle
+/// covers part of the square behind it and makes that empty square look
+/// occupied (measured on rendered games at the angled camera: a queen on
+/// d5 read d6 as occupied). One such square, empty in the hypothesis, seen
+/// occupied and next to an occupied square, is excused. Every illegal
+/// move changes at least two squares against every legal hypothesis (the
+/// square left and the wrong square taken), so it stays unexplained.
+pub const MAX_EXCUSED_SQUARES: usize = 1;
+
+fn excusable(disagreeing: &[Disagreement], board: &Board) -> bool {
+    disagreeing.len() <= MAX_EXCUSED_SQUARES
+        && disagreeing.iter().all(|d| {
+            d.expected == Occupant::Empty
+                && d.seen != Occupant::Empty
+                && board
+                    .occupied()
+                    .into_iter()
+                    .any(|o| o.distance(d.square) == 1)
+        })
+}
+
 /// A short sequence of legal moves that explains the observations.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resync {
@@ -299,7 +321,13 @@ pub struct Resync {
     pub log_likelihood: f64,
     /// Margin in log-likelihood over the next best distinct sequence end.
     pub margin: f64,
+    /// Other orders of moves that reach the same board (the final
+    /// observation cannot tell them apart; earlier frames can).
+    pub alternatives: Vec<Vec<Move>>,
 }
+
+/// Most move orders kept per final board.
+const MAX_ORDERS: usize = 24;
 
 /// Log-likelihood margin a resync must have over the runner-up: e^4.6 is
 /// a factor of 100, the same odds as [`DECIDE_POSTERIOR`].
@@ -323,7 +351,7 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
     let mut frontier: Vec<(Chess, Vec<Move>)> = vec![(pos.clone(), Vec::new())];
     // Best final likelihood per distinct board, so that transpositions
     // (the same result by another order) do not count as rivals.
-    let mut ends: Vec<(Board, f64, Vec<Move>)> = Vec::new();
+    let mut ends: Vec<(Board, f64, Vec<Vec<Move>>)> = Vec::new();
     /// Beam width per ply: enough for every plausible line with 2-4
     /// changed pieces, small enough to stay in milliseconds.
     const BEAM: usize = 400;
@@ -346,23 +374,29 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
         next.truncate(BEAM);
         for (ll, p, line) in &next {
             match ends.iter_mut().find(|(b, _, _)| b == p.board()) {
-                Some(e) if e.1 >= *ll => {}
+                // The same board: the same likelihood; another order.
                 Some(e) => {
-                    e.1 = *ll;
-                    e.2 = line.clone();
+                    if e.2.len() < MAX_ORDERS && !e.2.contains(line) {
+                        e.2.push(line.clone());
+                    }
                 }
-                None => ends.push((p.board().clone(), *ll, line.clone())),
+                None => ends.push((p.board().clone(), *ll, vec![line.clone()])),
             }
         }
         frontier = next.into_iter().map(|(_, p, l)| (p, l)).collect();
     }
     ends.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let (board, ll, moves) = ends.first()?.clone();
+    let (board, ll, mut orders) = ends.first()?.clone();
+    // Shortest explanation first.
+    orders.sort_by_key(|l| l.len());
+    let moves = orders.remove(0);
+    orders.retain(|l| l.len() == moves.len());
     let runner_up = ends.get(1).map_or(f64::NEG_INFINITY, |e| e.1);
     let margin = ll - runner_up;
-    (obs.disagreements(&board).is_empty() && margin >= RESYNC_MARGIN).then_some(Resync {
+    (excusable(&obs.disagreements(&board), &board) && margin >= RESYNC_MARGIN).then_some(Resync {
         moves,
         log_likelihood: ll,
         margin,
+        alternatives: orders,
     })
 }

@@ -28,12 +28,26 @@ pub struct TrackerConfig {
     /// the move (people pause well under this while sliding).
     pub settle_ms: u64,
     /// A settled board that matches nothing is reported after this long.
+    /// People who notice their own illegal move take it back within about
+    /// a second (the simulator's script holds it 0.8-1.5 s); the robot
+    /// should speak up before that. States that are half of a legal move
+    /// get `in_progress_patience_ms` instead, so a pause mid-castling is
+    /// not reported.
     pub unexplained_after_ms: u64,
     /// ... and after this long when it looks like half of a legal move
     /// (castling in two motions, a capture in two steps).
     pub in_progress_patience_ms: u64,
     /// Longest sequence of missed moves searched when track is lost.
     pub max_resync_plies: usize,
+    /// A rook move that is also the first half of a castling (rook from
+    /// its corner to its castling square, king still at home, right
+    /// intact) must hold this long before it is committed: the person may
+    /// be castling rook first, and a hand held still or moving only up
+    /// and down over the king is not seen as motion. The scripted person
+    /// holds still at most ~0.55 s between the two halves (grasp 0.1-0.25 s
+    /// between 0.15 s descents and lifts); people who really play such a
+    /// rook move just wait a little longer for it.
+    pub half_castling_ms: u64,
 }
 
 impl Default for TrackerConfig {
@@ -41,9 +55,10 @@ impl Default for TrackerConfig {
         TrackerConfig {
             settled_reads: 3,
             settle_ms: 250,
-            unexplained_after_ms: 1_500,
+            unexplained_after_ms: 500,
             in_progress_patience_ms: 8_000,
             max_resync_plies: 4,
+            half_castling_ms: 1_500,
         }
     }
 }
@@ -95,7 +110,20 @@ pub struct Tracker {
     count: usize,
     since_ms: u64,
     reported_unexplained: bool,
+    /// The unexplained board a resync was last searched for.
+    resync_tried: Option<Vec<Disagreement>>,
+    /// The current unexplained board (its squares) and since when it has
+    /// been seen: after a report, a resync is searched only for a board
+    /// that held as long as the first one had to.
+    unexplained_board: Option<Vec<Disagreement>>,
+    unexplained_since_ms: u64,
+    /// Recent observations since the last decision (for ordering the
+    /// moves of a resync).
+    history: std::collections::VecDeque<BoardObs>,
 }
+
+/// Observations kept for ordering a resync: ten seconds at 30 fps.
+const HISTORY_FRAMES: usize = 300;
 
 impl Tracker {
     pub fn new(pos: Chess, cfg: TrackerConfig) -> Tracker {
@@ -107,6 +135,10 @@ impl Tracker {
             count: 0,
             since_ms: 0,
             reported_unexplained: false,
+            history: std::collections::VecDeque::new(),
+            resync_tried: None,
+            unexplained_board: None,
+            unexplained_since_ms: 0,
         }
     }
 
@@ -131,6 +163,9 @@ impl Tracker {
     }
 
     fn reset(&mut self) {
+        self.history.clear();
+        self.resync_tried = None;
+        self.unexplained_board = None;
         self.key = None;
         self.count = 0;
         self.reported_unexplained = false;
@@ -138,6 +173,12 @@ impl Tracker {
 
     /// Feeds one frame: `busy` when vision saw a hand, the arm or motion.
     pub fn push(&mut self, t_ms: u64, obs: &BoardObs, busy: bool) -> Option<TrackEvent> {
+        if !obs.0.iter().all(|s| s.occluded) {
+            if self.history.len() >= HISTORY_FRAMES {
+                self.history.pop_front();
+            }
+            self.history.push_back(obs.clone());
+        }
         if busy || obs.any_occluded() {
             self.key = None;
             self.count = 0;
@@ -168,7 +209,9 @@ impl Tracker {
                 mv,
                 confidence,
                 promotion_unverified,
-            } if agreed => {
+            } if agreed
+                && (held_ms >= self.cfg.half_castling_ms || !is_half_castling(&self.pos, mv)) =>
+            {
                 self.pos.play_unchecked(mv);
                 self.reset();
                 Some(TrackEvent::Move {
@@ -183,20 +226,35 @@ impl Tracker {
                 Some(TrackEvent::Restored { t_ms })
             }
             Verdict::Unexplained { disagreeing }
-                if !self.reported_unexplained
-                    && self.count >= self.cfg.settled_reads
+                if self.count >= self.cfg.settled_reads
                     && held_ms >= self.cfg.unexplained_after_ms =>
             {
-                // Missed moves (frames dropped, a quick reply)?
-                if let Some(r) = resync(&self.pos, obs, self.cfg.max_resync_plies) {
-                    for m in &r.moves {
-                        self.pos.play_unchecked(*m);
+                // Missed moves (frames dropped, a quick reply)? Searched
+                // again whenever the unexplained board changes, also after
+                // it was reported (the person may go on playing).
+                if self.unexplained_board.as_ref() != Some(&disagreeing) {
+                    self.unexplained_board = Some(disagreeing.clone());
+                    self.unexplained_since_ms = t_ms;
+                }
+                let stable_ms = t_ms.saturating_sub(self.unexplained_since_ms);
+                if self.resync_tried.as_ref() != Some(&disagreeing)
+                    && (!self.reported_unexplained || stable_ms >= self.cfg.unexplained_after_ms)
+                {
+                    self.resync_tried = Some(disagreeing.clone());
+                    if let Some(mut r) = resync(&self.pos, obs, self.cfg.max_resync_plies) {
+                        r.moves = self.best_order(r.moves, &r.alternatives);
+                        for m in &r.moves {
+                            self.pos.play_unchecked(*m);
+                        }
+                        self.reset();
+                        return Some(TrackEvent::Resynced {
+                            moves: r.moves,
+                            t_ms,
+                        });
                     }
-                    self.reset();
-                    return Some(TrackEvent::Resynced {
-                        moves: r.moves,
-                        t_ms,
-                    });
+                }
+                if self.reported_unexplained {
+                    return None;
                 }
                 // Half of a legal move: the person is not done yet.
                 if held_ms < self.cfg.in_progress_patience_ms
@@ -209,6 +267,36 @@ impl Tracker {
             }
             _ => None,
         }
+    }
+
+    /// Of several orders of the same moves, the one whose intermediate
+    /// positions best explain the frames seen since the last decision.
+    fn best_order(&self, first: Vec<Move>, others: &[Vec<Move>]) -> Vec<Move> {
+        let fit = |line: &Vec<Move>| -> f64 {
+            let mut boards = vec![self.pos.board().clone()];
+            let mut p = self.pos.clone();
+            for m in line {
+                p.play_unchecked(*m);
+                boards.push(p.board().clone());
+            }
+            self.history
+                .iter()
+                .map(|o| {
+                    boards
+                        .iter()
+                        .map(|b| o.log_likelihood(b))
+                        .fold(f64::NEG_INFINITY, f64::max)
+                })
+                .sum()
+        };
+        let mut best = (fit(&first), first);
+        for line in others {
+            let f = fit(line);
+            if f > best.0 {
+                best = (f, line.clone());
+            }
+        }
+        best.1
     }
 
     fn push_robot(&mut self, t_ms: u64, obs: &BoardObs, target: &Chess) -> Option<TrackEvent> {
@@ -249,6 +337,36 @@ impl Tracker {
             _ => None,
         }
     }
+}
+
+/// Whether `mv` is a rook move that also is the first half of a castling
+/// made rook first (the rook from its corner to its castling square while
+/// the king still stands at home with the right to castle that way).
+pub fn is_half_castling(pos: &Chess, mv: Move) -> bool {
+    let Move::Normal {
+        role: shakmaty::Role::Rook,
+        from,
+        to,
+        capture: None,
+        ..
+    } = mv
+    else {
+        return false;
+    };
+    let color = pos.turn();
+    [
+        shakmaty::CastlingSide::KingSide,
+        shakmaty::CastlingSide::QueenSide,
+    ]
+    .into_iter()
+    .any(|side| {
+        pos.castles().rook(color, side) == Some(from)
+            && to == side.rook_to(color)
+            && pos
+                .legal_moves()
+                .iter()
+                .any(|m| matches!(m, Move::Castle { rook, .. } if *rook == from))
+    })
 }
 
 /// Whether the confident readings are a partial execution of some legal

@@ -1,0 +1,169 @@
+//! Which legal move a single photo shows, from a known position (and
+//! optionally a photo of that position before the move).
+//!
+//! The photo before, labelled with the known position, teaches the square
+//! classifier on this board and light; the photo after is then read with
+//! it and every legal move is scored against the reading. Pure: images in,
+//! verdict out.
+
+use shakmaty::{Board, Chess, Color, Position, Square};
+
+use super::scoring::{score, BoardObs, Disagreement, Scored, SquareObs, Verdict, DECIDE_POSTERIOR};
+use super::RecognitionError;
+use crate::vision::image::RgbImage;
+use crate::vision::locate::BoardLocation;
+use crate::vision::orientation::{Side, ALL_SIDES};
+use crate::vision::pipeline::{self, FrameReading, ReadOptions, Reference};
+use crate::vision::squares::CalibratedModel;
+use crate::vision::{Occupancy, Occupant as VisionOccupant};
+
+/// What the caller knows about the photos.
+#[derive(Debug, Clone, Default)]
+pub struct PhotoOptions {
+    pub white_at: Option<Side>,
+    /// The board's location (calibration), checked before use.
+    pub location: Option<BoardLocation>,
+}
+
+/// The verdict on one photo.
+#[derive(Debug, Clone)]
+pub struct PhotoRecognition {
+    pub scored: Scored,
+    /// Squares of the photo after that contradict the position before.
+    pub disagreeing: Vec<Disagreement>,
+    pub reading: FrameReading,
+    /// Whether a photo before taught the classifier.
+    pub calibrated: bool,
+    /// Squares that contradict even the recognized move (misreads common
+    /// to every hypothesis), when the move was taken despite them.
+    pub residual: Vec<Disagreement>,
+}
+
+/// A single photo cannot wait for a better frame: a move is taken when it
+/// is clearly ahead ([`DECIDE_POSTERIOR`]) and accounts for at least this
+/// many squares that differ from the position before (every move changes
+/// at least two), even if other squares are misread in every hypothesis
+/// alike. The misread squares are reported.
+pub const PHOTO_MIN_EXPLAINED: usize = 2;
+
+/// The occupancy of a board in the vision module's terms.
+pub fn occupancy_of(board: &Board) -> Occupancy {
+    std::array::from_fn(|i| match board.color_at(Square::new(i as u32)) {
+        None => VisionOccupant::Empty,
+        Some(Color::White) => VisionOccupant::White,
+        Some(Color::Black) => VisionOccupant::Black,
+    })
+}
+
+/// Observations from a reading (no square covered).
+pub fn obs_of_reading(read: &FrameReading) -> BoardObs {
+    BoardObs(std::array::from_fn(|i| {
+        let s = &read.reading.squares[i];
+        let total = (s.p_empty + s.p_white + s.p_black).max(f32::EPSILON);
+        SquareObs {
+            p_empty: s.p_empty / total,
+            p_white: s.p_white / total,
+            p_black: s.p_black / total,
+            occluded: false,
+        }
+    }))
+}
+
+/// The side of the image under which `board` best explains `read`.
+pub fn best_side(read: &FrameReading, board: &Board) -> Side {
+    let here = read.orientation.white_at;
+    let mut cells = [[0f32; 3]; 64];
+    for r in 0..8 {
+        for c in 0..8 {
+            let s = &read.reading.squares[here.square_of_cell(c, r)];
+            cells[c + 8 * r] = [s.p_empty, s.p_white, s.p_black];
+        }
+    }
+    let ll = |side: Side| -> f64 {
+        let obs = BoardObs(std::array::from_fn(|sq| {
+            let (c, r) = side.cell_of_square(sq);
+            let [pe, pw, pb] = cells[c + 8 * r];
+            SquareObs {
+                p_empty: pe,
+                p_white: pw,
+                p_black: pb,
+                occluded: false,
+            }
+        }));
+        obs.log_likelihood(board)
+    };
+    ALL_SIDES
+        .into_iter()
+        .map(|s| (s, ll(s)))
+        .fold((here, ll(here)), |a, b| if b.1 > a.1 { b } else { a })
+        .0
+}
+
+/// Recognizes the move from `pos` shown in `after`.
+pub fn recognize_photo(
+    pos: &Chess,
+    after: &RgbImage,
+    before: Option<&RgbImage>,
+    opts: &PhotoOptions,
+) -> Result<PhotoRecognition, RecognitionError> {
+    // Orientation: given, else decided on the photo before (it shows `pos`
+    // exactly), else on the photo after (one move away from `pos`).
+    let first = before.unwrap_or(after);
+    let white_at = match opts.white_at {
+        Some(s) => s,
+        None => {
+            let probe = pipeline::read_frame(
+                first,
+                &ReadOptions {
+                    tracked: opts.location.clone(),
+                    ..Default::default()
+                },
+            )?;
+            best_side(&probe, pos.board())
+        }
+    };
+    let model: Option<CalibratedModel> = match before {
+        Some(img) => Some(pipeline::model_from_reference(&Reference {
+            image: img.clone(),
+            occupancy: occupancy_of(pos.board()),
+            white_at: Some(white_at),
+        })?),
+        None => None,
+    };
+    let calibrated = model.is_some();
+    let reading = pipeline::read_frame(
+        after,
+        &ReadOptions {
+            white_at: Some(white_at),
+            tracked: opts.location.clone(),
+            model,
+        },
+    )?;
+    let obs = obs_of_reading(&reading);
+    let mut scored = score(pos, &obs);
+    let disagreeing = obs.disagreements(pos.board());
+    let mut residual = Vec::new();
+    if let (Verdict::Unexplained { .. }, Some(best)) = (&scored.verdict, scored.hypotheses.first())
+    {
+        if let (Some(mv), true) = (best.mv, best.posterior >= DECIDE_POSTERIOR) {
+            let mut after = pos.clone();
+            after.play_unchecked(mv);
+            let left = obs.disagreements(after.board());
+            if left.len() + PHOTO_MIN_EXPLAINED <= disagreeing.len() {
+                scored.verdict = Verdict::Move {
+                    mv,
+                    confidence: best.posterior,
+                    promotion_unverified: mv.is_promotion(),
+                };
+                residual = left;
+            }
+        }
+    }
+    Ok(PhotoRecognition {
+        scored,
+        disagreeing,
+        reading,
+        calibrated,
+        residual,
+    })
+}

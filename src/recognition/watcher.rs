@@ -1,0 +1,396 @@
+//! From camera frames to game events: vision, motion and the tracker in one
+//! plain struct.
+//!
+//! Per frame: the board is read (reusing the tracked location while the
+//! checker pattern is still there, re-localizing otherwise), the motion
+//! detector marks squares under a hand or the arm as covered and the scene
+//! as busy until it has been still for a few frames, the per-square
+//! probabilities become a [`BoardObs`] and the [`Tracker`] decides. A frame
+//! whose board cannot be found, or that is too dark, is reported as not
+//! usable and never guessed at.
+//!
+//! Pure: frames and their timestamps come in, events go out; no clock, no
+//! files, no camera.
+
+use shakmaty::{Chess, Move, Position, Square};
+
+use super::scoring::{BoardObs, SquareObs};
+use super::tracker::{TrackEvent, Tracker, TrackerConfig};
+use super::RecognitionError;
+use crate::vision::image::RgbImage;
+use crate::vision::locate::BoardLocation;
+use crate::vision::motion::{self, MotionDetector};
+use crate::vision::orientation::Side;
+use crate::vision::pipeline::{self, FrameReading, ReadOptions};
+use crate::vision::squares::{self, CalibratedModel};
+use crate::vision::VisionError;
+
+/// A re-localized board whose corners all lie within this fraction of the
+/// board's mean side length of the tracked corners is the same board (a
+/// hand broke the tracking check, the board did not move). Corner error of
+/// localization is ~0.05-0.09 square (docs/vision.md), i.e. about 1 % of
+/// the board side; a bumped board moves by far more than 0.3 square.
+const SAME_BOARD_TOLERANCE: f64 = 0.3 / 8.0;
+
+/// Frames back the watcher also compares each frame with. Consecutive
+/// frames miss a smooth, uniformly coloured hand: at 600 mm/s and 30 fps
+/// it moves 20 mm, 0.4 of a 50 mm square, and only its edges change (fewer
+/// than the 20 % of a square's samples that count). Four frames back it
+/// has moved more than a square. Measured on rendered games: without it
+/// the whole reach and carry of a rook-first castling read as still.
+const MOTION_LOOKBACK: usize = 4;
+
+/// Nominal frame interval used to turn `settle_frames` into time for the
+/// look-back motion (30 fps; at 20 fps the settle time is a bit shorter).
+const SETTLE_FRAME_MS: u64 = 33;
+
+/// Tuning of the watcher.
+#[derive(Debug, Clone)]
+pub struct WatcherConfig {
+    pub tracker: TrackerConfig,
+    /// Where White sits in the image, when known (calibration, the user).
+    /// `None`: decided on the first usable frame as the side under which
+    /// the start position best explains the squares, then kept.
+    pub white_at: Option<Side>,
+    /// The board's location from calibration, if any (checked each frame).
+    pub location: Option<BoardLocation>,
+    /// A per-board classifier taught by a labelled photo, if any.
+    pub model: Option<CalibratedModel>,
+    /// Fraction of a square that must change for it to count as covered
+    /// (`[vision] motion_threshold`).
+    pub cover_fraction: f32,
+    /// Still frames before the scene counts as settled (`[vision] settle_frames`).
+    pub settle_frames: u32,
+    /// Teach the square classifier on the board itself: whenever the scene
+    /// is settled and shows the believed position (best hypothesis
+    /// "nothing changed") for a position not yet learnt, fit a
+    /// [`CalibratedModel`] on that frame with the position as labels. Used
+    /// instead of `model` once fitted.
+    pub self_calibrate: bool,
+}
+
+impl Default for WatcherConfig {
+    fn default() -> Self {
+        WatcherConfig {
+            tracker: TrackerConfig::default(),
+            white_at: None,
+            location: None,
+            model: None,
+            cover_fraction: motion::DEFAULT_COVER_FRACTION,
+            settle_frames: motion::DEFAULT_SETTLE_FRAMES,
+            self_calibrate: true,
+        }
+    }
+}
+
+/// Whether a frame could be read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FrameUse {
+    /// Read; `busy` tells whether a hand/arm/motion kept it from the tracker.
+    Read,
+    /// Too dark, blank or overexposed: nothing was read.
+    Unusable(String),
+    /// The board was not found in the frame.
+    BoardNotFound(String),
+}
+
+/// What one frame produced.
+#[derive(Debug, Clone)]
+pub struct WatchOutput {
+    /// What the tracker concluded, if anything.
+    pub event: Option<TrackEvent>,
+    pub frame: FrameUse,
+    /// A hand, the arm or motion over the board: the frame was not used
+    /// for a decision.
+    pub busy: bool,
+    /// Squares treated as covered in this frame.
+    pub covered: Vec<Square>,
+    /// The latest successful reading (this frame's when it was read), for
+    /// overlays and diagnostics.
+    pub reading: Option<FrameReading>,
+}
+
+impl WatchOutput {
+    pub fn usable(&self) -> bool {
+        self.frame == FrameUse::Read
+    }
+}
+
+/// Turns camera frames into game events.
+#[derive(Debug, Clone)]
+pub struct BoardWatcher {
+    cfg: WatcherConfig,
+    tracker: Tracker,
+    location: Option<BoardLocation>,
+    white_at: Option<Side>,
+    motion: MotionDetector,
+    last_reading: Option<FrameReading>,
+    last_t_ms: Option<u64>,
+    /// Signatures of the last [`MOTION_LOOKBACK`] frames.
+    recent: std::collections::VecDeque<motion::Signature>,
+    /// When a cell last moved against the look-back frames.
+    moved_ms: Option<u64>,
+    model: Option<CalibratedModel>,
+    /// The position the model was last fitted on.
+    learnt: Option<shakmaty::Board>,
+}
+
+impl BoardWatcher {
+    pub fn new(start: Chess, cfg: WatcherConfig) -> BoardWatcher {
+        BoardWatcher {
+            tracker: Tracker::new(start, cfg.tracker),
+            location: cfg.location.clone(),
+            white_at: cfg.white_at,
+            motion: MotionDetector::new(cfg.cover_fraction, cfg.settle_frames),
+            last_reading: None,
+            last_t_ms: None,
+            recent: std::collections::VecDeque::new(),
+            moved_ms: None,
+            model: cfg.model.clone(),
+            learnt: None,
+            cfg,
+        }
+    }
+
+    /// The position the watcher believes is on the board.
+    pub fn position(&self) -> &Chess {
+        self.tracker.position()
+    }
+
+    /// Sets the position (new game, take-back, correction by a person).
+    pub fn set_position(&mut self, pos: Chess) {
+        self.tracker.set_position(pos);
+    }
+
+    /// The robot is about to play `mv`: the next settled board should show it.
+    pub fn expect_robot_move(&mut self, mv: Move) -> Result<(), RecognitionError> {
+        if !self.tracker.position().is_legal(mv) {
+            return Err(RecognitionError::Input(format!(
+                "robot move {mv} is not legal in the watched position"
+            )));
+        }
+        self.tracker.expect_robot_move(mv);
+        Ok(())
+    }
+
+    /// Where White sits in the image (once known).
+    pub fn white_at(&self) -> Option<Side> {
+        self.white_at
+    }
+
+    /// The tracked board location (once known).
+    pub fn location(&self) -> Option<&BoardLocation> {
+        self.location.as_ref()
+    }
+
+    /// Feeds one frame taken at `t_ms` (milliseconds, non-decreasing).
+    pub fn push(&mut self, image: &RgbImage, t_ms: u64) -> Result<WatchOutput, RecognitionError> {
+        if let Some(last) = self.last_t_ms {
+            if t_ms < last {
+                return Err(RecognitionError::Input(format!(
+                    "frame time {t_ms} ms is before the previous frame's {last} ms"
+                )));
+            }
+        }
+        self.last_t_ms = Some(t_ms);
+        let opts = ReadOptions {
+            white_at: self.white_at,
+            tracked: self.location.clone(),
+            model: self.model.clone(),
+        };
+        let read = match pipeline::read_frame(image, &opts) {
+            Ok(r) => r,
+            Err(VisionError::Unusable(m)) => return Ok(self.unread(t_ms, FrameUse::Unusable(m))),
+            Err(VisionError::BoardNotFound(m)) => {
+                return Ok(self.unread(t_ms, FrameUse::BoardNotFound(m)))
+            }
+            Err(e) => return Err(RecognitionError::Vision(e)),
+        };
+        self.adopt_location(&read);
+        let mut read = read;
+        if self.white_at.is_none() {
+            let side = super::photo::best_side(&read, self.tracker.position().board());
+            self.white_at = Some(side);
+            if side != read.orientation.white_at {
+                let opts = ReadOptions {
+                    white_at: Some(side),
+                    tracked: self.location.clone(),
+                    model: self.model.clone(),
+                };
+                if let Ok(r) = pipeline::read_frame(image, &opts) {
+                    read = r;
+                }
+            }
+        }
+        let loc = self.location.as_ref().unwrap_or(&read.location);
+        let sig = motion::signature(image, loc);
+        let mut cells = [false; 64];
+        for old in &self.recent {
+            for (c, d) in
+                cells
+                    .iter_mut()
+                    .zip(motion::differing_cells(old, &sig, self.cfg.cover_fraction))
+            {
+                *c |= d;
+            }
+        }
+        if self.recent.len() >= MOTION_LOOKBACK {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(sig.clone());
+        let state = self.motion.update(sig);
+        let slow_motion = cells.iter().any(|c| *c);
+        if slow_motion {
+            self.moved_ms = Some(t_ms);
+        }
+        for (c, d) in cells.iter_mut().zip(state.covered()) {
+            *c |= d;
+        }
+        let side = read.orientation.white_at;
+        let mut occluded = [false; 64];
+        for (i, &c) in cells.iter().enumerate() {
+            if c {
+                occluded[side.square_of_cell(i % 8, i / 8)] = true;
+            }
+        }
+        let obs = board_obs(&read, &occluded);
+        // Still for as long as the motion detector needs to call the
+        // scene settled, counted from the last look-back motion too.
+        let settle_ms = u64::from(self.cfg.settle_frames) * SETTLE_FRAME_MS;
+        let busy = !state.settled
+            || self
+                .moved_ms
+                .is_some_and(|m| t_ms.saturating_sub(m) < settle_ms);
+        if !busy && self.cfg.self_calibrate {
+            self.learn(image, &read, &obs);
+        }
+        let event = self.tracker.push(t_ms, &obs, busy);
+        let covered = Square::ALL
+            .into_iter()
+            .filter(|s| occluded[*s as usize])
+            .collect();
+        self.last_reading = Some(read.clone());
+        Ok(WatchOutput {
+            event,
+            frame: FrameUse::Read,
+            busy,
+            covered,
+            reading: Some(read),
+        })
+    }
+
+    /// Fits the classifier on a settled frame that shows the believed
+    /// position, once per position.
+    fn learn(&mut self, image: &RgbImage, read: &FrameReading, obs: &BoardObs) {
+        let pos = self.tracker.position();
+        if self.learnt.as_ref() == Some(pos.board()) || obs.any_occluded() {
+            return;
+        }
+        let scored = super::scoring::score(pos, obs);
+        if scored.hypotheses.first().is_none_or(|h| h.mv.is_some()) {
+            return;
+        }
+        let Ok((cells, _)) = squares::cell_features(image, &read.location) else {
+            return;
+        };
+        let occ = super::photo::occupancy_of(pos.board());
+        let truth = squares::cells_from_occupancy(&occ, read.orientation.white_at);
+        if let Ok(m) = CalibratedModel::fit(&cells, &truth) {
+            self.model = Some(m);
+            self.learnt = Some(pos.board().clone());
+        }
+    }
+
+    /// A frame with nothing to decide on: the tracker's count of agreeing
+    /// reads starts over after the gap.
+    fn unread(&mut self, t_ms: u64, frame: FrameUse) -> WatchOutput {
+        let obs = BoardObs(std::array::from_fn(|_| SquareObs::occluded()));
+        let event = self.tracker.push(t_ms, &obs, true);
+        WatchOutput {
+            event,
+            frame,
+            busy: true,
+            covered: Vec::new(),
+            reading: self.last_reading.clone(),
+        }
+    }
+
+    /// Keeps the tracked location while the board has not moved (a hand
+    /// over the board can fail the tracking check and make vision
+    /// re-localize); adopts a new one, and restarts motion detection on
+    /// it, when the board or camera moved.
+    fn adopt_location(&mut self, read: &FrameReading) {
+        match &self.location {
+            Some(old) if read.tracked || same_board(old, &read.location) => {}
+            _ => {
+                self.location = Some(read.location.clone());
+                self.motion = MotionDetector::new(self.cfg.cover_fraction, self.cfg.settle_frames);
+                self.recent.clear();
+            }
+        }
+    }
+}
+
+/// The observations of a reading with the covered squares marked.
+pub fn board_obs(read: &FrameReading, occluded: &[bool; 64]) -> BoardObs {
+    let mut obs = super::photo::obs_of_reading(read);
+    for (o, &c) in obs.0.iter_mut().zip(occluded) {
+        if c {
+            *o = SquareObs::occluded();
+        }
+    }
+    obs
+}
+
+fn same_board(a: &BoardLocation, b: &BoardLocation) -> bool {
+    let side = |l: &BoardLocation| {
+        (0..4)
+            .map(|k| {
+                let (p, q) = (l.corners[k], l.corners[(k + 1) % 4]);
+                ((p[0] - q[0]).powi(2) + (p[1] - q[1]).powi(2)).sqrt()
+            })
+            .sum::<f64>()
+            / 4.0
+    };
+    let tol = SAME_BOARD_TOLERANCE * side(a);
+    a.image_size == b.image_size
+        && a.corners
+            .iter()
+            .zip(&b.corners)
+            .all(|(p, q)| ((p[0] - q[0]).powi(2) + (p[1] - q[1]).powi(2)).sqrt() <= tol)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loc(dx: f64) -> BoardLocation {
+        BoardLocation::from_corners(
+            [
+                [100.0 + dx, 100.0],
+                [500.0 + dx, 100.0],
+                [500.0 + dx, 500.0],
+                [100.0 + dx, 500.0],
+            ],
+            (640, 640),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_relocalized_board_is_the_same_within_a_fraction_of_a_square() {
+        // Side 400 px, a square 50 px: 10 px is the same board, 40 px is not.
+        assert!(same_board(&loc(0.0), &loc(10.0)));
+        assert!(!same_board(&loc(0.0), &loc(40.0)));
+    }
+
+    #[test]
+    fn going_back_in_time_is_an_error_not_a_panic() {
+        let mut w = BoardWatcher::new(Chess::default(), WatcherConfig::default());
+        let dark = RgbImage::new(64, 48);
+        let out = w.push(&dark, 100).unwrap();
+        assert!(matches!(out.frame, FrameUse::Unusable(_)));
+        assert!(out.busy && out.event.is_none());
+        assert!(w.push(&dark, 50).is_err());
+    }
+}
