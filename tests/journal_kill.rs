@@ -61,18 +61,27 @@ fn every_restart_recovers_exactly_the_acknowledged_moves() {
         }
         let mut child = writer(&path).spawn().unwrap();
         let acked = Arc::new(AtomicUsize::new(0));
+        let (started_tx, started) = std::sync::mpsc::channel();
         let reader = {
             let acked = acked.clone();
             let out = child.stdout.take().unwrap();
             std::thread::spawn(move || {
                 for line in BufReader::new(out).lines().map_while(Result::ok) {
+                    if line.starts_with("resumed ") {
+                        let _ = started_tx.send(());
+                    }
                     if let Some(n) = line.strip_prefix("ack ") {
                         acked.store(n.parse().unwrap(), Ordering::SeqCst);
                     }
                 }
             })
         };
-        std::thread::sleep(Duration::from_micros(rng.random_range(2_000..60_000)));
+        // Time the kill from the moment the writer starts writing, so that a
+        // slow process start on a loaded machine does not eat the window.
+        started
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the writer did not start within 30 s");
+        std::thread::sleep(Duration::from_micros(rng.random_range(0..40_000)));
         child.kill().unwrap();
         child.wait().unwrap();
         reader.join().unwrap();
