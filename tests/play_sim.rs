@@ -49,3 +49,62 @@ fn a_headless_game_against_the_robot_is_journaled_move_for_move() {
     assert!(sum.arm_faults.is_empty(), "{:?}", sum.arm_faults);
     assert!(sum.pgn_path.is_some());
 }
+
+#[test]
+fn a_game_is_played_to_its_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = spec(dir.path(), 300, 5);
+    // A weak person against a decent robot: the game ends, usually in mate.
+    s.person_level = 0;
+    s.level = 12;
+    let sum = SimRobotGame::new(s).unwrap().run().unwrap();
+    println!("{}", sum.to_text());
+    assert_ne!(sum.result, "*", "the game reached a result");
+    assert_pgn_is_truth(&sum);
+    assert_eq!(sum.recognition_errors, 0, "{:?}", sum.recognition_notes);
+    assert!(sum.pgn.contains(&format!("[Result \"{}\"]", sum.result)));
+}
+
+#[test]
+fn record_mode_records_two_people() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = spec(dir.path(), 16, 7);
+    s.mode = PlayMode::Record;
+    let sum = SimRobotGame::new(s).unwrap().run().unwrap();
+    println!("{}", sum.to_text());
+    assert_eq!(sum.plies, 16);
+    assert_pgn_is_truth(&sum);
+    assert_eq!(sum.recognition_errors, 0, "{:?}", sum.recognition_notes);
+    assert_eq!(sum.arm_moves, 0);
+}
+
+#[test]
+fn faults_pause_safely_and_the_game_goes_on_with_nothing_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = spec(dir.path(), 14, 11);
+    s.faults = parse_faults("corrupt@2,illegal@3,servo-dead@4,kill@8").unwrap();
+    let sum = SimRobotGame::new(s).unwrap().run().unwrap();
+    println!("{}", sum.to_text());
+    assert_eq!(sum.paused_reason, None);
+    assert_eq!(sum.plies, 14, "the game went on to the end");
+    assert_pgn_is_truth(&sum);
+    assert_eq!(sum.recognition_errors, 0, "{:?}", sum.recognition_notes);
+    // Corrupted replies are absorbed by the driver's retries.
+    assert!(sum.bus_retries >= 2, "{} retries", sum.bus_retries);
+    // The person's illegal move, shown and taken back, never entered the
+    // game (the tracker waits 1.5 s before complaining about a settled
+    // board no legal move explains; the person took it back sooner).
+    assert_eq!(sum.illegal_shown, 1);
+    // The dead servo stopped the arm once; it was repaired and recovered.
+    assert_eq!(sum.arm_faults.len(), 1, "{:?}", sum.arm_faults);
+    assert!(sum.arm_faults[0].contains("servo 2"), "{}", sum.arm_faults[0]);
+    // The kill mid-move: one restart from the journal, recovered.
+    assert_eq!(sum.restarts, 1);
+    assert!(
+        sum.recoveries.iter().any(|r| r.starts_with("restart")),
+        "{:?}",
+        sum.recoveries
+    );
+    // Every robot move is on the board: by the arm, or finished by hand.
+    assert_eq!(sum.truth.len(), 14);
+}

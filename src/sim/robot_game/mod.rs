@@ -376,7 +376,10 @@ impl SimRobotGame {
         }
         let (sim_port, cable) = SimPort::spawn(SimBus::with_servos(6, time.clone()))
             .map_err(PlayError::Pty)?;
-        let arm_world = ArmWorld::new(world, setup.clone(), sim_port.shared());
+        let mut arm_world = ArmWorld::new(world, setup.clone(), sim_port.shared());
+        if spec.mode == PlayMode::Record {
+            arm_world = arm_world.without_arm();
+        }
         let pending = spec.faults.clone();
         let person = EngineChooser::new(spec.seed ^ 0x5eed, ENGINE_NODES / 5);
         Ok(SimRobotGame {

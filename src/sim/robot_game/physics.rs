@@ -65,6 +65,8 @@ pub struct ArmWorld {
     tool_mm: Point3<f64>,
     base_mm: Point3<f64>,
     pub events: Vec<JawEvent>,
+    /// No arm at the board (record mode): the servos move nothing.
+    absent: bool,
 }
 
 impl ArmWorld {
@@ -85,9 +87,17 @@ impl ArmWorld {
             tool_mm: Point3::origin(),
             base_mm: Point3::new(base.x * 1000.0, base.y * 1000.0, 0.0),
             events: Vec::new(),
+            absent: false,
         };
         w.step();
         w
+    }
+
+    /// The same world with no arm at the board (record mode).
+    pub fn without_arm(mut self) -> ArmWorld {
+        self.absent = true;
+        self.world.arm = None;
+        self
     }
 
     pub fn bus(&self) -> MutexGuard<'_, SimBus> {
@@ -107,6 +117,9 @@ impl ArmWorld {
     /// Whether the tool is above the playing area (or holds a piece):
     /// the camera cannot trust the squares under it.
     pub fn over_board(&self) -> bool {
+        if self.absent {
+            return false;
+        }
         let b = &self.world.board;
         let m = b.square_mm * 0.5;
         let inside = |v: f64| (-m..=b.play_mm() + m).contains(&v);
@@ -123,6 +136,9 @@ impl ArmWorld {
 
     /// Runs the servos up to now and moves what the jaws hold.
     pub fn step(&mut self) {
+        if self.absent {
+            return;
+        }
         let setup = self.setup.clone();
         let (q, g, gripper_dir, gripper_present) = {
             let mut bus = self.bus();
