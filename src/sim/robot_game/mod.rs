@@ -73,6 +73,8 @@ const KILL_AFTER: Duration = Duration::from_millis(4_500);
 const PERSON_FIX: Duration = Duration::from_secs(2);
 /// Attempts at one robot move before the game is left paused.
 const MAX_ARM_ATTEMPTS: usize = 3;
+/// How often a paused live game looks whether it was resumed.
+const PAUSE_POLL: Duration = Duration::from_millis(200);
 /// Square size of the simulated board when no arm sets it, mm.
 const RECORD_SQUARE_MM: f64 = 50.0;
 
@@ -316,6 +318,43 @@ impl Physical {
     }
 }
 
+/// Where the robot's [`Core`] lives: owned by the game (headless), or
+/// inside the web service so its page shows the game live. Locked only for
+/// one command at a time, so the page stays responsive.
+pub trait CoreHost: Send + Sync {
+    fn lock(&self) -> MutexGuard<'_, Core>;
+    /// The robot process restarted: its core is replaced.
+    fn replace(&self, core: Core) {
+        *self.lock() = core;
+    }
+    /// Something changed: tell whoever watches.
+    fn publish(&self) {}
+}
+
+impl CoreHost for Arc<crate::service::runtime::Service> {
+    fn lock(&self) -> MutexGuard<'_, Core> {
+        self.core()
+    }
+    fn publish(&self) {
+        self.apply(Vec::new());
+    }
+}
+
+/// A headless host: a core behind a lock, nobody watching.
+pub struct HeadlessCore(Mutex<Core>);
+
+impl HeadlessCore {
+    pub fn new(core: Core) -> HeadlessCore {
+        HeadlessCore(Mutex::new(core))
+    }
+}
+
+impl CoreHost for HeadlessCore {
+    fn lock(&self) -> MutexGuard<'_, Core> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 /// How a run of the robot process ended.
 enum ProcessEnd {
     Finished,
@@ -334,8 +373,9 @@ pub struct SimRobotGame {
     started: Instant,
     /// Jaw events already looked at.
     events_seen: usize,
-    /// Called with the core after every change (the live web view).
-    observer: Option<Box<dyn FnMut(&Core) + Send>>,
+    host: Arc<dyn CoreHost>,
+    /// Wait (instead of stopping) while a person paused the game from the page.
+    wait_when_paused: bool,
 }
 
 impl SimRobotGame {
@@ -381,6 +421,10 @@ impl SimRobotGame {
             arm_world = arm_world.without_arm();
         }
         let pending = spec.faults.clone();
+        let host: Arc<dyn CoreHost> = Arc::new(HeadlessCore::new(Core::new(
+            spec.game.clone(),
+            spec.mode == PlayMode::Play,
+        )?));
         let person = EngineChooser::new(spec.seed ^ 0x5eed, ENGINE_NODES / 5);
         Ok(SimRobotGame {
             phys: Physical {
@@ -397,13 +441,21 @@ impl SimRobotGame {
             person,
             started: Instant::now(),
             events_seen: 0,
-            observer: None,
+            host,
+            wait_when_paused: false,
         })
     }
 
-    /// Calls `f` with the core after every change (for a live web view).
-    pub fn observe(&mut self, f: Box<dyn FnMut(&Core) + Send>) {
-        self.observer = Some(f);
+    /// Runs the game's core inside `host` (the web service) instead of its
+    /// own, and waits while a person pauses the game there.
+    pub fn hosted_by(mut self, host: Arc<dyn CoreHost>) -> SimRobotGame {
+        self.host = host;
+        self.wait_when_paused = true;
+        self
+    }
+
+    fn core(&self) -> MutexGuard<'_, Core> {
+        self.host.lock()
     }
 
     /// The simulated world now (for rendering a live view).
@@ -428,8 +480,9 @@ impl SimRobotGame {
                 }
             }
         }
-        // Finish: archive the PGN (a fresh core resumes the journal).
-        let mut core = Core::new(self.spec.game.clone(), false)?;
+        // Finish: archive the PGN.
+        let host = self.host.clone();
+        let mut core = host.lock();
         if let Some(s) = core.session() {
             self.summary.plies = s.game().moves().len();
             self.summary.moves = s.game().moves().iter().map(|m| m.san.clone()).collect();
@@ -445,6 +498,8 @@ impl SimRobotGame {
                 self.summary.pgn_path = Some(p.display().to_string());
             }
         }
+        drop(core);
+        self.host.publish();
         self.summary.grasp_misses = self
             .phys
             .world()
@@ -460,10 +515,8 @@ impl SimRobotGame {
         Ok(self.summary)
     }
 
-    fn notify(&mut self, core: &Core) {
-        if let Some(f) = &mut self.observer {
-            f(core);
-        }
+    fn notify(&self) {
+        self.host.publish();
     }
 
     fn take_fault(&mut self, ply: usize, arm: bool) -> Vec<Fault> {
@@ -479,14 +532,16 @@ impl SimRobotGame {
     fn run_process(&mut self) -> Result<ProcessEnd, PlayError> {
         let killed = Arc::new(AtomicBool::new(false));
         let has_arm = self.spec.mode == PlayMode::Play;
-        let mut core = Core::new(self.spec.game.clone(), has_arm)?;
-        let resumed = core.session().is_some();
+        // A fresh process: its core resumes whatever the journal holds.
+        self.host
+            .replace(Core::new(self.spec.game.clone(), has_arm)?);
+        let resumed = self.core().session().is_some();
         if !resumed {
             let mode = match self.spec.mode {
                 PlayMode::Play => Mode::Play,
                 PlayMode::Record => Mode::Record,
             };
-            core.new_game(
+            self.core().new_game(
                 NewGameRequest {
                     mode,
                     color: ColorName::from(self.spec.person),
@@ -499,13 +554,13 @@ impl SimRobotGame {
                 self.phys.now_ms() as i64,
             )?;
         }
-        self.notify(&core);
-        let game_pos = |core: &Core| -> Chess {
-            core.session()
-                .map(|s| s.game().position().clone())
-                .unwrap_or_default()
-        };
-        let mut watcher = TruthWatcher::new(game_pos(&core), self.spec.tracker);
+        self.notify();
+        let start_pos = self
+            .core()
+            .session()
+            .map(|s| s.game().position().clone())
+            .unwrap_or_default();
+        let mut watcher = TruthWatcher::new(start_pos, self.spec.tracker);
         let clock = Arc::new(SimTime::new(
             self.phys.time.clone(),
             self.phys.world.clone(),
@@ -546,7 +601,7 @@ impl SimRobotGame {
                 }
             }
         }
-        let mut slots = match core.session() {
+        let mut slots = match self.core().session() {
             Some(s) => slots_after(&setup, s.game(), !self.spec.person),
             None => SlotState::default(),
         };
@@ -554,21 +609,29 @@ impl SimRobotGame {
         if resumed {
             // Restarted: re-verify the board against the journal before moving.
             if let Some(end) =
-                self.recover_after_restart(&mut core, &mut watcher, arm.as_mut(), &mut slots)?
+                self.recover_after_restart(&mut watcher, arm.as_mut(), &mut slots)?
             {
                 return Ok(end);
             }
         }
         loop {
-            let (game, paused) = match core.session() {
-                Some(s) => (s.game().clone(), core.status().paused),
-                None => return Ok(ProcessEnd::Finished),
+            let (game, status) = {
+                let core = self.core();
+                match core.session() {
+                    Some(s) => (s.game().clone(), core.status()),
+                    None => return Ok(ProcessEnd::Finished),
+                }
             };
             if game.result().is_some() || game.moves().len() >= self.spec.plies {
                 return Ok(ProcessEnd::Finished);
             }
-            if paused {
-                return Ok(ProcessEnd::Paused(core.status().message));
+            if status.paused {
+                if self.wait_when_paused {
+                    // A person paused the game on the page: wait for resume.
+                    std::thread::sleep(PAUSE_POLL);
+                    continue;
+                }
+                return Ok(ProcessEnd::Paused(status.message));
             }
             let ply = game.moves().len() + 1;
             let robot_turn = has_arm && game.turn() != self.spec.person;
@@ -579,19 +642,22 @@ impl SimRobotGame {
                     .map_err(PlayError::Stuck)?;
                 // Thinking takes (real) time: the virtual clock follows it.
                 self.phys.time.advance(t0.elapsed());
-                core.engine_move(mv, eval, self.phys.now_ms() as i64)?;
-                self.notify(&core);
-                let ex = arm.as_mut().expect("play mode has an arm");
+                let now = self.phys.now_ms() as i64;
+                self.core().engine_move(mv, eval, now)?;
+                self.notify();
+                let Some(ex) = arm.as_mut() else {
+                    return Ok(ProcessEnd::Paused("no arm to play the robot's move".into()));
+                };
                 let faults = self.take_fault(ply, true);
-                match self.robot_move(&mut core, &mut watcher, ex, &mut slots, game.position(), mv, &faults, &clock, &killed)? {
+                match self.robot_move(&mut watcher, ex, &mut slots, game.position(), mv, &faults, &clock, &killed)? {
                     None => {}
                     Some(end) => return Ok(end),
                 }
             } else {
                 let faults = self.take_fault(ply, false);
-                self.person_move(&mut core, &mut watcher, &game, &faults)?;
+                self.person_move(&mut watcher, &game, &faults)?;
             }
-            self.notify(&core);
+            self.notify();
         }
     }
 
@@ -599,7 +665,6 @@ impl SimRobotGame {
     #[allow(clippy::too_many_arguments)]
     fn robot_move(
         &mut self,
-        core: &mut Core,
         watcher: &mut TruthWatcher,
         ex: &mut Executor<'_, DriverPort>,
         slots: &mut SlotState,
@@ -646,12 +711,12 @@ impl SimRobotGame {
                     // No plan (unreachable, no spare piece): the person makes the move.
                     let reason = format!("cannot plan {uci}: {e}");
                     self.summary.arm_faults.push(reason.clone());
-                    core.arm_failed(reason);
+                    self.core().arm_failed(reason);
                     self.person_fixes(after.board());
                     self.summary
                         .recoveries
                         .push(format!("{uci}: the person made the robot's move by hand"));
-                    core.resume();
+                    self.core().resume();
                     watcher.set_position(after.clone());
                     return Ok(None);
                 }
@@ -664,7 +729,7 @@ impl SimRobotGame {
             }
             match result {
                 Ok(_) => {
-                    core.arm_done();
+                    self.core().arm_done();
                     self.summary.arm_moves += 1;
                     break;
                 }
@@ -672,8 +737,8 @@ impl SimRobotGame {
                     let reason = e.to_string();
                     tracing::warn!("arm fault during {uci}: {reason}");
                     self.summary.arm_faults.push(reason.clone());
-                    core.arm_failed(reason);
-                    self.notify(core);
+                    self.core().arm_failed(reason);
+                    self.notify();
                     if attempt >= MAX_ARM_ATTEMPTS {
                         return Ok(Some(ProcessEnd::Paused(format!(
                             "the arm failed {attempt} times on {uci}"
@@ -704,22 +769,22 @@ impl SimRobotGame {
                         self.summary
                             .recoveries
                             .push(format!("{uci}: arm repaired, board untouched, move retried"));
-                        core.resume();
+                        self.core().resume();
                         continue;
                     }
                     if !holding && squares.is_some_and(|s| shows(&s, after.board())) {
                         self.summary
                             .recoveries
                             .push(format!("{uci}: arm repaired, move was complete"));
-                        core.arm_done();
-                        core.resume();
+                        self.core().arm_done();
+                        self.core().resume();
                         break;
                     }
                     self.person_fixes(after.board());
                     self.summary.recoveries.push(format!(
                         "{uci}: arm repaired, the person finished the half-made move by hand"
                     ));
-                    core.resume();
+                    self.core().resume();
                     watcher.set_position(after.clone());
                     return Ok(None);
                 }
@@ -752,7 +817,6 @@ impl SimRobotGame {
     /// The person's move, made by the scripted hand and seen by the camera side.
     fn person_move(
         &mut self,
-        core: &mut Core,
         watcher: &mut TruthWatcher,
         game: &Game,
         faults: &[Fault],
@@ -819,7 +883,7 @@ impl SimRobotGame {
         }
         let now = self.phys.now_ms() as i64;
         if seen == [truth] {
-            core.human_move(&uci_of(truth), now)?;
+            self.core().human_move(&uci_of(truth), now)?;
         } else {
             // Missed or misread: the person corrects it on the screen.
             self.summary.recognition_errors += 1;
@@ -834,7 +898,7 @@ impl SimRobotGame {
                 seen = ?seen.iter().map(|m| uci_of(*m)).collect::<Vec<_>>(),
                 "move misrecognised; corrected by the person"
             );
-            core.human_move(&uci_of(truth), now)?;
+            self.core().human_move(&uci_of(truth), now)?;
             let mut after = pos;
             after.play_unchecked(truth);
             watcher.set_position(after);
@@ -845,15 +909,13 @@ impl SimRobotGame {
     /// After a restart: the journal is the truth; the board must show it.
     fn recover_after_restart(
         &mut self,
-        core: &mut Core,
         watcher: &mut TruthWatcher,
         arm: Option<&mut Executor<'_, DriverPort>>,
         slots: &mut SlotState,
     ) -> Result<Option<ProcessEnd>, PlayError> {
-        let Some(s) = core.session() else {
+        let Some(game) = self.core().session().map(|s| s.game().clone()) else {
             return Ok(None);
         };
-        let game = s.game().clone();
         let journaled = game.position().clone();
         let setup = self.phys.setup.clone();
         if let Some(ex) = arm {
@@ -919,8 +981,8 @@ impl SimRobotGame {
             }
         }
         watcher.set_position(journaled);
-        core.resume();
-        self.notify(core);
+        self.core().resume();
+        self.notify();
         Ok(None)
     }
 
