@@ -28,7 +28,10 @@ fn assert_pgn_is_truth(sum: &Summary) {
         uci.push(chessbot::game::uci_of(m));
         pos.play_unchecked(m);
     }
-    assert_eq!(uci, sum.truth, "journaled game vs what happened on the board");
+    assert_eq!(
+        uci, sum.truth,
+        "journaled game vs what happened on the board"
+    );
     // The PGN text replays to the same moves.
     let games = chessbot::game::pgn::parse_games(&sum.pgn).unwrap();
     assert_eq!(games.len(), 1);
@@ -40,7 +43,10 @@ fn assert_pgn_is_truth(sum: &Summary) {
 #[test]
 fn a_headless_game_against_the_robot_is_journaled_move_for_move() {
     let dir = tempfile::tempdir().unwrap();
-    let sum = SimRobotGame::new(spec(dir.path(), 12, 3)).unwrap().run().unwrap();
+    let sum = SimRobotGame::new(spec(dir.path(), 12, 3))
+        .unwrap()
+        .run()
+        .unwrap();
     println!("{}", sum.to_text());
     assert_eq!(sum.plies, 12);
     assert_pgn_is_truth(&sum);
@@ -97,7 +103,11 @@ fn faults_pause_safely_and_the_game_goes_on_with_nothing_lost() {
     assert_eq!(sum.illegal_shown, 1);
     // The dead servo stopped the arm once; it was repaired and recovered.
     assert_eq!(sum.arm_faults.len(), 1, "{:?}", sum.arm_faults);
-    assert!(sum.arm_faults[0].contains("servo 2"), "{}", sum.arm_faults[0]);
+    assert!(
+        sum.arm_faults[0].contains("servo 2"),
+        "{}",
+        sum.arm_faults[0]
+    );
     // The kill mid-move: one restart from the journal, recovered.
     assert_eq!(sum.restarts, 1);
     assert!(
@@ -107,4 +117,69 @@ fn faults_pause_safely_and_the_game_goes_on_with_nothing_lost() {
     );
     // Every robot move is on the board: by the arm, or finished by hand.
     assert_eq!(sum.truth.len(), 14);
+}
+
+/// `kill -9` of the real process during the game, then the same command
+/// again: the journal brings the game back, the person sets the board up
+/// as journaled, and the game goes on with every journaled move kept.
+#[test]
+fn the_command_survives_kill_9_and_resumes_from_the_journal() {
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let exe = env!("CARGO_BIN_EXE_chessbot");
+    let args = |speed: &str| {
+        let mut c = Command::new(exe);
+        c.args([
+            "play",
+            "--sim",
+            "--headless",
+            "--moves",
+            "12",
+            "--seed",
+            "4",
+        ])
+        .args(["--level", "6", "--speed", speed, "--dir"])
+        .arg(dir.path())
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+        c
+    };
+    // Slowed down 20x: arm moves take ~0.5 s of real time, person moves
+    // almost none, so the kill lands in (or right around) a robot move.
+    let mut child = args("20").spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    child.kill().unwrap(); // SIGKILL
+    let _ = child.wait();
+    let journal = std::fs::read_to_string(dir.path().join("journal/current.journal"))
+        .expect("a game was left journaled");
+    let before: Vec<String> = journal
+        .lines()
+        // Each line: a JSON record, a tab, its checksum.
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l.split('\t').next()?).ok())
+        .filter_map(|v| v.get("uci").and_then(|u| u.as_str()).map(str::to_owned))
+        .collect();
+    assert!(
+        !before.is_empty() && before.len() < 12,
+        "{} moves journaled",
+        before.len()
+    );
+    let out = args("0").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("recovered: restart:"), "{text}");
+    assert!(text.contains("moves played: 12 plies"), "{text}");
+    // The finished PGN begins with every move journaled before the kill.
+    let pgn_dir = dir.path().join("games");
+    let file = std::fs::read_dir(&pgn_dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let games = chessbot::game::pgn::parse_games(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let (game, _) = chessbot::game::replay::replay(0, &games[0]).unwrap();
+    let ucis: Vec<String> = game.moves().iter().map(|m| m.uci.clone()).collect();
+    assert_eq!(ucis.len(), 12);
+    assert_eq!(ucis[..before.len()], before[..]);
 }

@@ -109,7 +109,8 @@ mod tests {
 
     #[test]
     fn fault_lists_parse_with_defaults_and_reject_nonsense() {
-        let f = parse_faults("servo-dead@4, corrupt@2:1:3,kill@6,illegal@3,servo-dead@8:5").unwrap();
+        let f =
+            parse_faults("servo-dead@4, corrupt@2:1:3,kill@6,illegal@3,servo-dead@8:5").unwrap();
         assert_eq!(
             f,
             vec![
@@ -137,7 +138,14 @@ mod tests {
         );
         assert_eq!(f[1].to_string(), "corrupt@2:1:3");
         assert!(parse_faults("").unwrap().is_empty());
-        for bad in ["kill", "kill@0", "melt@3", "servo-dead@2:9", "kill@x", "corrupt@1:1:1:1"] {
+        for bad in [
+            "kill",
+            "kill@0",
+            "melt@3",
+            "servo-dead@2:9",
+            "kill@x",
+            "corrupt@1:1:1:1",
+        ] {
             assert!(parse_faults(bad).is_err(), "{bad}");
         }
     }

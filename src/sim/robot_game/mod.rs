@@ -300,6 +300,7 @@ struct Physical {
     cable: Option<serialport::TTYPort>,
     setup: Arc<ArmSetup>,
     rng: ChaCha8Rng,
+    epoch_ms: i64,
 }
 
 impl Physical {
@@ -307,8 +308,10 @@ impl Physical {
         self.world.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn now_ms(&self) -> u64 {
-        self.time.now().as_millis() as u64
+    /// Wall-clock time of the game's events: the start's real time plus
+    /// the virtual time since (so PGN dates and file names are today's).
+    fn now_ms(&self) -> i64 {
+        self.epoch_ms + self.time.now().as_millis() as i64
     }
 
     /// Advances virtual time by one camera frame, letting the servos move.
@@ -414,8 +417,8 @@ impl SimRobotGame {
                 world.pieces.push(p);
             }
         }
-        let (sim_port, cable) = SimPort::spawn(SimBus::with_servos(6, time.clone()))
-            .map_err(PlayError::Pty)?;
+        let (sim_port, cable) =
+            SimPort::spawn(SimBus::with_servos(6, time.clone())).map_err(PlayError::Pty)?;
         let mut arm_world = ArmWorld::new(world, setup.clone(), sim_port.shared());
         if spec.mode == PlayMode::Record {
             arm_world = arm_world.without_arm();
@@ -434,6 +437,7 @@ impl SimRobotGame {
                 cable: Some(cable),
                 setup,
                 rng,
+                epoch_ms: chrono::Utc::now().timestamp_millis(),
             },
             spec,
             summary: Summary::default(),
@@ -486,11 +490,7 @@ impl SimRobotGame {
         if let Some(s) = core.session() {
             self.summary.plies = s.game().moves().len();
             self.summary.moves = s.game().moves().iter().map(|m| m.san.clone()).collect();
-            self.summary.result = s
-                .game()
-                .result()
-                .map_or("*", |r| r.as_str())
-                .to_owned();
+            self.summary.result = s.game().result().map_or("*", |r| r.as_str()).to_owned();
             self.summary.pgn = s.pgn();
         }
         if self.summary.paused_reason.is_none() {
@@ -551,7 +551,7 @@ impl SimRobotGame {
                     black: None,
                     opponent: Default::default(),
                 },
-                self.phys.now_ms() as i64,
+                self.phys.now_ms(),
             )?;
         }
         self.notify();
@@ -577,7 +577,7 @@ impl SimRobotGame {
                 .try_clone_native()
                 .map_err(|e| PlayError::Pty(std::io::Error::other(e)))?;
             let bus = FeetechBus::new(DriverPort::new(port, killed.clone()), BusTiming::default());
-            Some(Executor::new(bus, &*setup, clock.clone() as Arc<dyn Clock>))
+            Some(Executor::new(bus, &setup, clock.clone() as Arc<dyn Clock>))
         } else {
             None
         };
@@ -597,7 +597,9 @@ impl SimRobotGame {
                     .map_err(|e| e.to_string())
                     .and_then(|p| ex.execute(&p).map(|_| ()).map_err(|e| e.to_string()))
                 {
-                    return Ok(ProcessEnd::Paused(format!("the arm cannot go to rest: {e}")));
+                    return Ok(ProcessEnd::Paused(format!(
+                        "the arm cannot go to rest: {e}"
+                    )));
                 }
             }
         }
@@ -608,9 +610,7 @@ impl SimRobotGame {
         let mut chooser = EngineChooser::new(self.spec.seed, ENGINE_NODES);
         if resumed {
             // Restarted: re-verify the board against the journal before moving.
-            if let Some(end) =
-                self.recover_after_restart(&mut watcher, arm.as_mut(), &mut slots)?
-            {
+            if let Some(end) = self.recover_after_restart(&mut watcher, arm.as_mut(), &mut slots)? {
                 return Ok(end);
             }
         }
@@ -642,14 +642,23 @@ impl SimRobotGame {
                     .map_err(PlayError::Stuck)?;
                 // Thinking takes (real) time: the virtual clock follows it.
                 self.phys.time.advance(t0.elapsed());
-                let now = self.phys.now_ms() as i64;
+                let now = self.phys.now_ms();
                 self.core().engine_move(mv, eval, now)?;
                 self.notify();
                 let Some(ex) = arm.as_mut() else {
                     return Ok(ProcessEnd::Paused("no arm to play the robot's move".into()));
                 };
                 let faults = self.take_fault(ply, true);
-                match self.robot_move(&mut watcher, ex, &mut slots, game.position(), mv, &faults, &clock, &killed)? {
+                match self.robot_move(
+                    &mut watcher,
+                    ex,
+                    &mut slots,
+                    game.position(),
+                    mv,
+                    &faults,
+                    &clock,
+                    &killed,
+                )? {
                     None => {}
                     Some(end) => return Ok(end),
                 }
@@ -685,7 +694,8 @@ impl SimRobotGame {
             match f.kind {
                 FaultKind::ServoDead { id } => {
                     if let Some(p) = &self.phys.sim_port {
-                        p.bus().inject_after(FAULT_AFTER_FRAMES, SimFault::Dead { id });
+                        p.bus()
+                            .inject_after(FAULT_AFTER_FRAMES, SimFault::Dead { id });
                     }
                 }
                 FaultKind::Corrupt { id, replies } => {
@@ -755,9 +765,9 @@ impl SimRobotGame {
                         String::new(),
                         String::new(),
                     );
-                    let rested = to_rest.map_err(|e| e.to_string()).and_then(|p| {
-                        ex.execute(&p).map(|_| ()).map_err(|e| e.to_string())
-                    });
+                    let rested = to_rest
+                        .map_err(|e| e.to_string())
+                        .and_then(|p| ex.execute(&p).map(|_| ()).map_err(|e| e.to_string()));
                     if let Err(e) = rested {
                         return Ok(Some(ProcessEnd::Paused(format!(
                             "the arm cannot go back to rest after a fault: {e}"
@@ -766,9 +776,9 @@ impl SimRobotGame {
                     let squares = self.read_board(watcher);
                     let holding = self.phys.world().holding();
                     if !holding && squares.is_some_and(|s| shows(&s, before.board())) {
-                        self.summary
-                            .recoveries
-                            .push(format!("{uci}: arm repaired, board untouched, move retried"));
+                        self.summary.recoveries.push(format!(
+                            "{uci}: arm repaired, board untouched, move retried"
+                        ));
                         self.core().resume();
                         continue;
                     }
@@ -807,9 +817,9 @@ impl SimRobotGame {
         }
         self.summary.robot_move_mismatches += 1;
         self.person_fixes(after.board());
-        self.summary
-            .recoveries
-            .push(format!("{uci}: a piece was off its square; the person put it right"));
+        self.summary.recoveries.push(format!(
+            "{uci}: a piece was off its square; the person put it right"
+        ));
         watcher.set_position(after);
         Ok(None)
     }
@@ -860,12 +870,10 @@ impl SimRobotGame {
             match self.push_frame(watcher) {
                 Some(TrackEvent::Move { mv, .. }) => seen.push(mv),
                 Some(TrackEvent::Resynced { moves, .. }) => seen.extend(moves),
-                Some(TrackEvent::Unexplained { .. }) => {
-                    if !noticed {
-                        noticed = true;
-                        if illegal {
-                            self.summary.illegal_noticed += 1;
-                        }
+                Some(TrackEvent::Unexplained { .. }) if !noticed => {
+                    noticed = true;
+                    if illegal {
+                        self.summary.illegal_noticed += 1;
                     }
                 }
                 _ => {}
@@ -881,7 +889,7 @@ impl SimRobotGame {
                 _ => {}
             }
         }
-        let now = self.phys.now_ms() as i64;
+        let now = self.phys.now_ms();
         if seen == [truth] {
             self.core().human_move(&uci_of(truth), now)?;
         } else {
@@ -952,7 +960,8 @@ impl SimRobotGame {
                 if shows(&sq, before.board()) {
                     // The robot's journaled move never reached the board: make it again.
                     *slots = slots_after(&setup, &g, !self.spec.person);
-                    let plan = Planner::new(&setup).plan(&before, mv, ex.present_pose().ok(), slots);
+                    let plan =
+                        Planner::new(&setup).plan(&before, mv, ex.present_pose().ok(), slots);
                     let done = plan
                         .map_err(|e| e.to_string())
                         .and_then(|p| ex.execute(&p).map(|_| ()).map_err(|e| e.to_string()));
@@ -969,9 +978,9 @@ impl SimRobotGame {
                     ));
                 } else {
                     self.person_fixes(journaled.board());
-                    self.summary.recoveries.push(
-                        "restart: the person set up the journaled position by hand".into(),
-                    );
+                    self.summary
+                        .recoveries
+                        .push("restart: the person set up the journaled position by hand".into());
                 }
             } else {
                 self.person_fixes(journaled.board());
@@ -1016,7 +1025,10 @@ impl SimRobotGame {
     }
 
     /// Reads the settled board (waiting a moment for it to settle).
-    fn read_board(&mut self, watcher: &mut TruthWatcher) -> Option<[crate::recognition::Occupant; 64]> {
+    fn read_board(
+        &mut self,
+        watcher: &mut TruthWatcher,
+    ) -> Option<[crate::recognition::Occupant; 64]> {
         let end = self.phys.time.now() + SETTLE_WAIT;
         loop {
             {
@@ -1095,9 +1107,12 @@ fn set_board(world: &mut World, target: &Board, rng: &mut ChaCha8Rng) {
     };
     let mut missing = Vec::new();
     for sq in shakmaty::Square::ALL {
-        let Some(want) = target.piece_at(sq) else { continue };
-        let here = (0..world.pieces.len())
-            .find(|&i| !used[i] && on_square(world, i) == Some(sq) && world.pieces[i].piece == want);
+        let Some(want) = target.piece_at(sq) else {
+            continue;
+        };
+        let here = (0..world.pieces.len()).find(|&i| {
+            !used[i] && on_square(world, i) == Some(sq) && world.pieces[i].piece == want
+        });
         match here {
             Some(i) => used[i] = true,
             None => missing.push((sq, want)),
@@ -1120,15 +1135,16 @@ fn set_board(world: &mut World, target: &Board, rng: &mut ChaCha8Rng) {
         }
     }
     let mut k = 0.0;
-    for i in 0..world.pieces.len() {
-        if !used[i] && on_square(world, i).is_some() {
-            world.pieces[i].position = Point3::new(
-                spec.play_mm() + spec.border_mm + 60.0 + k,
-                -spec.border_mm - 40.0,
-                0.0,
-            );
-            k += 30.0;
-        }
+    let stray: Vec<usize> = (0..world.pieces.len())
+        .filter(|&i| !used[i] && on_square(world, i).is_some())
+        .collect();
+    for i in stray {
+        world.pieces[i].position = Point3::new(
+            spec.play_mm() + spec.border_mm + 60.0 + k,
+            -spec.border_mm - 40.0,
+            0.0,
+        );
+        k += 30.0;
     }
 }
 

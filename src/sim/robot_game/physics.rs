@@ -143,7 +143,10 @@ impl ArmWorld {
         let (q, g, gripper_dir, gripper_present) = {
             let mut bus = self.bus();
             bus.advance();
-            let read = |id: u8| bus.servo(id).map(|s| (s.get(reg::PRESENT_POSITION), s.get(reg::GOAL_POSITION)));
+            let read = |id: u8| {
+                bus.servo(id)
+                    .map(|s| (s.get(reg::PRESENT_POSITION), s.get(reg::GOAL_POSITION)))
+            };
             let mut q = [0.0; JOINTS];
             for (i, qi) in q.iter_mut().enumerate() {
                 let (p, _) = read(setup.model.joints[i].servo_id).unwrap_or((2048, 2048));
