@@ -28,6 +28,11 @@ pub struct TrackerConfig {
     /// the move (people pause well under this while sliding).
     pub settle_ms: u64,
     /// A settled board that matches nothing is reported after this long.
+    /// People who notice their own illegal move take it back within about
+    /// a second (the simulator's script holds it 0.8-1.5 s); the robot
+    /// should speak up before that. States that are half of a legal move
+    /// get `in_progress_patience_ms` instead, so a pause mid-castling is
+    /// not reported.
     pub unexplained_after_ms: u64,
     /// ... and after this long when it looks like half of a legal move
     /// (castling in two motions, a capture in two steps).
@@ -41,7 +46,7 @@ impl Default for TrackerConfig {
         TrackerConfig {
             settled_reads: 3,
             settle_ms: 250,
-            unexplained_after_ms: 1_500,
+            unexplained_after_ms: 500,
             in_progress_patience_ms: 8_000,
             max_resync_plies: 4,
         }

@@ -1,0 +1,241 @@
+//! Recognition on simulated games: a scripted person plays moves on the
+//! rendered board, the [`BoardWatcher`] watches the frames, and what it
+//! committed is compared with the script's ground truth.
+//!
+//! In memory only (rendering, no files): used by the tests on rendered
+//! frames and by `chessbot bench recognition`.
+
+use shakmaty::{Chess, Color, Move, Position};
+
+use super::tracker::TrackEvent;
+use super::watcher::{BoardWatcher, WatchOutput, WatcherConfig};
+use super::RecognitionError;
+use crate::camera::sim::rgb_from_sim;
+use crate::sim::opponent::{OpponentStyle, Phase, ScriptTruth, ScriptedGame};
+use crate::sim::{Renderer, SceneSpec, SimError};
+
+/// The camera keeps running after the script's last frame for this long
+/// (the last world repeated), so that the watcher can conclude on the
+/// final move (the script itself ends 0.5 s after the hand is gone).
+pub const TAIL_MS: f64 = 2_000.0;
+
+/// One simulated game to watch.
+#[derive(Debug, Clone)]
+pub struct SimGame {
+    pub scene: SceneSpec,
+    pub start: Chess,
+    pub moves: Vec<Move>,
+    pub style: OpponentStyle,
+    pub seed: u64,
+    /// The side the robot plays: the watcher is told to expect each of
+    /// its moves when the (scripted) move starts, as the service does when
+    /// the arm starts moving. `None`: two people.
+    pub robot: Option<Color>,
+    /// Lost track: the watcher gets no frames from the start of move
+    /// `.0` (0-based ply) until move `.1` is done.
+    pub blind: Option<(usize, usize)>,
+}
+
+/// What happened to one move of the script.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MoveOutcome {
+    /// Committed as the right move, `latency_ms` after the hand was gone
+    /// from the scene (the script's `move_done`) and `since_release_ms`
+    /// after the hand let go of the last piece (it then still has to
+    /// leave: 0.35-0.6 s in the script). The hand leaves the board
+    /// somewhere between the two.
+    Right {
+        latency_ms: f64,
+        since_release_ms: f64,
+    },
+    /// Recovered later by a resync (right, but not on its own).
+    Resynced,
+    /// A different move was committed in its place.
+    Wrong { committed: Move },
+    /// Never committed.
+    Missed,
+}
+
+/// The result of watching one simulated game.
+#[derive(Debug, Clone, Default)]
+pub struct SimGameReport {
+    /// One outcome per scripted move, in order.
+    pub outcomes: Vec<MoveOutcome>,
+    /// Every event with the frame index it came at.
+    pub events: Vec<(u64, TrackEvent)>,
+    pub frames: u64,
+    /// Frames vision could not read (board not found, unusable).
+    pub unread_frames: u64,
+    /// Whether the watcher's final position is the script's.
+    pub final_position_right: bool,
+    /// Moves committed, resynced or (robot moves) verified, in order.
+    pub committed: Vec<Move>,
+}
+
+impl SimGameReport {
+    pub fn count(&self, f: impl Fn(&MoveOutcome) -> bool) -> usize {
+        self.outcomes.iter().filter(|o| f(o)).count()
+    }
+
+    pub fn unexplained(&self) -> usize {
+        self.events
+            .iter()
+            .filter(|(_, e)| matches!(e, TrackEvent::Unexplained { .. }))
+            .count()
+    }
+}
+
+/// Errors of a simulated run.
+#[derive(Debug, thiserror::Error)]
+pub enum SimRunError {
+    #[error(transparent)]
+    Sim(#[from] SimError),
+    #[error(transparent)]
+    Recognition(#[from] RecognitionError),
+}
+
+/// Renders `game` frame by frame into a watcher built with `cfg` and
+/// scores what it committed against the script.
+pub fn watch_sim_game(game: &SimGame, cfg: WatcherConfig) -> Result<SimGameReport, SimRunError> {
+    watch_sim_game_with(game, cfg, |_, _, _| {})
+}
+
+/// [`watch_sim_game`], calling `on_frame` with each frame's truth, the
+/// watcher's output and the watcher (progress, diagnostics).
+pub fn watch_sim_game_with(
+    game: &SimGame,
+    cfg: WatcherConfig,
+    mut on_frame: impl FnMut(&ScriptTruth, &WatchOutput, &BoardWatcher),
+) -> Result<SimGameReport, SimRunError> {
+    let scene = game.scene.build(game.start.board(), game.seed)?;
+    let mut script = ScriptedGame::new(
+        scene.world,
+        game.start.clone(),
+        &game.moves,
+        game.style.clone(),
+        game.seed,
+    )?;
+    let mut renderer = Renderer::new(scene.camera);
+    let mut watcher = BoardWatcher::new(game.start.clone(), cfg);
+    let mut report = SimGameReport::default();
+    // Time each scripted move was completed (hand gone), by ply.
+    let mut done_ms: Vec<f64> = Vec::new();
+    // Per committed ply: (move, commit time, via resync).
+    let mut commits: Vec<(Move, f64, bool)> = Vec::new();
+    let mut release_ms: Vec<f64> = Vec::new();
+    let mut last_release = 0.0;
+    let mut last_ply = 0;
+    let mut blind = false;
+    let fps = game.style.fps;
+    let mut last: Option<(crate::sim::World, ScriptTruth)> = None;
+    let mut tail = 0u64;
+    let tail_frames = (TAIL_MS * fps / 1000.0).round() as u64;
+    loop {
+        let (world, truth) = match script.next() {
+            Some(f) => {
+                last = Some(f.clone());
+                f
+            }
+            None => {
+                let Some((w, mut t)) = last.clone() else {
+                    break;
+                };
+                if tail >= tail_frames {
+                    break;
+                }
+                tail += 1;
+                t.frame += tail;
+                t.time_ms += tail as f64 * 1000.0 / fps;
+                t.events.clear();
+                (w, t)
+            }
+        };
+        if let Some((a, b)) = game.blind {
+            if truth.ply == a && truth.moving.is_some() {
+                blind = true;
+            }
+            if truth.ply > b {
+                blind = false;
+            }
+        }
+        if truth.ply > last_ply {
+            done_ms.resize(truth.ply, truth.time_ms);
+            release_ms.resize(truth.ply, last_release);
+            last_ply = truth.ply;
+        }
+        if truth.moving.is_some() && matches!(truth.phase, Phase::Hold | Phase::Carry) {
+            last_release = truth.time_ms;
+        }
+        if let (Some(robot), Some(&mv)) = (game.robot, game.moves.get(truth.ply)) {
+            let starts = truth.events.iter().any(|e| e.starts_with("move_started"));
+            if starts && color_of_ply(&game.start, truth.ply) == robot && !blind {
+                watcher.expect_robot_move(mv)?;
+            }
+        }
+        if blind {
+            continue;
+        }
+        let frame = renderer.render(&world, &scene.options)?;
+        let image = rgb_from_sim(frame.image);
+        let out = watcher.push(&image, truth.time_ms.round() as u64)?;
+        report.frames += 1;
+        on_frame(&truth, &out, &watcher);
+        if !out.usable() {
+            report.unread_frames += 1;
+        }
+        if let Some(ev) = out.event {
+            match &ev {
+                TrackEvent::Move { mv, .. } => commits.push((*mv, truth.time_ms, false)),
+                TrackEvent::Resynced { moves, .. } => {
+                    commits.extend(moves.iter().map(|m| (*m, truth.time_ms, true)))
+                }
+                TrackEvent::RobotMoveVerified { .. } => {
+                    if let Some(&mv) = game.moves.get(commits.len()) {
+                        commits.push((mv, truth.time_ms, false));
+                    }
+                }
+                _ => {}
+            }
+            report.events.push((truth.frame, ev));
+        }
+    }
+    report.committed = commits.iter().map(|c| c.0).collect();
+    let mut pos = game.start.clone();
+    let mut off_track = false;
+    for (k, &mv) in game.moves.iter().enumerate() {
+        let outcome = match commits.get(k) {
+            None => MoveOutcome::Missed,
+            Some(_) if off_track => MoveOutcome::Missed,
+            Some(&(c, t, resynced)) if c == mv => {
+                if resynced {
+                    MoveOutcome::Resynced
+                } else {
+                    let done = done_ms.get(k).copied().unwrap_or(t);
+                    let release = release_ms.get(k).copied().unwrap_or(t);
+                    MoveOutcome::Right {
+                        latency_ms: t - done,
+                        since_release_ms: t - release,
+                    }
+                }
+            }
+            Some(&(c, _, _)) => {
+                off_track = true;
+                MoveOutcome::Wrong { committed: c }
+            }
+        };
+        report.outcomes.push(outcome);
+        pos.play_unchecked(mv);
+    }
+    report.final_position_right =
+        watcher.position().board() == pos.board() && watcher.position().turn() == pos.turn();
+    Ok(report)
+}
+
+/// Which colour plays ply `k` (0-based) from `start`.
+fn color_of_ply(start: &Chess, k: usize) -> Color {
+    if k.is_multiple_of(2) {
+        start.turn()
+    } else {
+        !start.turn()
+    }
+}

@@ -1,0 +1,275 @@
+//! Move recognition on rendered frames: a scripted person plays moves with
+//! a hand on the simulated board, the `BoardWatcher` watches the frames.
+//! Small frames (480x360) keep the renders cheap in a debug build.
+
+use chessbot::game::{parse_move, position_from_fen, uci_of};
+use chessbot::recognition::bench::{watch_sim_game_with, MoveOutcome, SimGame, SimGameReport};
+use chessbot::recognition::watcher::board_obs;
+use chessbot::recognition::watcher::WatcherConfig;
+use chessbot::recognition::{score, BoardObs, WatchOutput};
+
+use chessbot::sim::opponent::OpponentStyle;
+use chessbot::sim::{Realism, SceneSpec};
+use shakmaty::{Chess, Color, Move, Position};
+
+fn moves_from(start: &Chess, text: &str) -> Vec<Move> {
+    let mut p = start.clone();
+    text.split_whitespace()
+        .map(|m| {
+            let mv = parse_move(&p, m).unwrap_or_else(|e| panic!("{m}: {e}"));
+            p.play_unchecked(mv);
+            mv
+        })
+        .collect()
+}
+
+fn scene(board: &str, camera: &str) -> SceneSpec {
+    SceneSpec {
+        board: board.parse().unwrap(),
+        set: None,
+        camera: camera.parse().unwrap(),
+        width: 480,
+        height: 360,
+        realism: Realism::Webcam,
+    }
+}
+
+struct Case {
+    start: Chess,
+    moves: &'static str,
+    style: OpponentStyle,
+    spec: SceneSpec,
+    seed: u64,
+    robot: Option<Color>,
+    blind: Option<(usize, usize)>,
+}
+
+impl Case {
+    fn new(fen: &str, moves: &'static str) -> Case {
+        Case {
+            start: if fen.is_empty() {
+                Chess::default()
+            } else {
+                position_from_fen(fen).unwrap()
+            },
+            moves,
+            style: OpponentStyle::default(),
+            spec: scene("wooden", "overhead"),
+            seed: 1,
+            robot: None,
+            blind: None,
+        }
+    }
+
+    fn run(self) -> SimGameReport {
+        let game = SimGame {
+            scene: self.spec,
+            moves: moves_from(&self.start, self.moves),
+            start: self.start,
+            style: self.style,
+            seed: self.seed,
+            robot: self.robot,
+            blind: self.blind,
+        };
+        let debug = std::env::var_os("RECOG_DEBUG").is_some();
+        let cfg = WatcherConfig {
+            self_calibrate: std::env::var_os("RECOG_NO_LEARN").is_none(),
+            ..WatcherConfig::default()
+        };
+        let report = watch_sim_game_with(&game, cfg, |truth, out, w| {
+            if debug {
+                let obs = board_obs_of(out);
+                let v = obs.map(|o| {
+                    let sc = score(w.position(), &o);
+                    let top: Vec<String> = sc
+                        .hypotheses
+                        .iter()
+                        .take(3)
+                        .map(|h| format!("{:?}={:.3}", h.mv.map(uci_of), h.posterior))
+                        .collect();
+                    (sc.verdict, top)
+                });
+                eprintln!(
+                    "{} ply {} {:?} hand {} busy {} covered {} {:?}",
+                    truth.frame,
+                    truth.ply,
+                    truth.phase,
+                    truth.hand,
+                    out.busy,
+                    out.covered.len(),
+                    v
+                );
+            }
+        })
+        .unwrap();
+        for (f, e) in &report.events {
+            eprintln!("frame {f}: {e:?}");
+        }
+        eprintln!("outcomes: {:?}", report.outcomes);
+        report
+    }
+}
+
+fn board_obs_of(out: &WatchOutput) -> Option<BoardObs> {
+    out.reading.as_ref().map(|r| board_obs(r, &[false; 64]))
+}
+
+fn ucis(ms: &[Move]) -> String {
+    ms.iter().map(|m| uci_of(*m)).collect::<Vec<_>>().join(" ")
+}
+
+fn all_right(r: &SimGameReport) -> bool {
+    r.outcomes
+        .iter()
+        .all(|o| matches!(o, MoveOutcome::Right { .. }))
+        && r.final_position_right
+}
+
+fn style(f: impl FnOnce(&mut OpponentStyle)) -> OpponentStyle {
+    let mut s = OpponentStyle {
+        slide_chance: 0.0,
+        off_centre_chance: 0.25,
+        quick_reply_chance: 0.0,
+        ..OpponentStyle::default()
+    };
+    f(&mut s);
+    s
+}
+
+#[test]
+fn a_quiet_move_and_its_reply_are_committed() {
+    let r = Case::new("", "e4 e5").run();
+    assert_eq!(ucis(&r.committed), "e2e4 e7e5");
+    assert!(all_right(&r));
+    assert_eq!(r.unexplained(), 0);
+}
+
+#[test]
+fn captures_with_the_victim_removed_before_or_after() {
+    let fen = "rnbqkbnr/ppp1pppp/8/3p4/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2";
+    // After: the mover is set at the edge of the square, the victim taken
+    // off, the mover pushed in.
+    let mut c = Case::new(fen, "exd5 Qxd5");
+    c.style = style(|s| s.capture_first_chance = 0.0);
+    c.spec = scene("vinyl", "overhead");
+    let r = c.run();
+    assert_eq!(ucis(&r.committed), "e4d5 d8d5");
+    assert!(all_right(&r));
+    // Before: the victim goes first.
+    let mut c = Case::new(fen, "exd5");
+    c.style = style(|s| s.capture_first_chance = 1.0);
+    c.seed = 2;
+    let r = c.run();
+    assert_eq!(ucis(&r.committed), "e4d5");
+    assert!(all_right(&r));
+}
+
+const CASTLING: &str = "r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 0 1";
+
+#[test]
+fn castling_both_ways_king_first() {
+    let mut c = Case::new(CASTLING, "O-O O-O-O");
+    c.style = style(|s| s.rook_first_chance = 0.0);
+    let r = c.run();
+    assert_eq!(ucis(&r.committed), "e1g1 e8c8");
+    assert!(all_right(&r));
+}
+
+#[test]
+fn castling_both_ways_rook_first() {
+    let mut c = Case::new(CASTLING, "O-O-O O-O");
+    c.style = style(|s| s.rook_first_chance = 1.0);
+    c.seed = 3;
+    let r = c.run();
+    assert_eq!(ucis(&r.committed), "e1c1 e8g8");
+    assert!(all_right(&r));
+    assert_eq!(r.unexplained(), 0);
+}
+
+#[test]
+fn en_passant_and_promotion() {
+    let mut c = Case::new(
+        "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3",
+        "exf6",
+    );
+    c.style = style(|s| s.capture_first_chance = 0.5);
+    let r = c.run();
+    assert_eq!(ucis(&r.committed), "e5f6");
+    assert!(all_right(&r));
+    // Promotion: occupancy cannot tell the piece, so the queen is taken
+    // and flagged as unverified.
+    let mut c = Case::new("8/4P1k1/8/8/8/8/5K2/8 w - - 0 1", "e8=Q");
+    c.seed = 4;
+    let r = c.run();
+    assert_eq!(ucis(&r.committed), "e7e8q");
+    assert!(all_right(&r));
+    assert!(r.events.iter().any(|(_, e)| matches!(
+        e,
+        chessbot::recognition::TrackEvent::Move {
+            promotion_unverified: true,
+            ..
+        }
+    )));
+}
+
+#[test]
+fn a_piece_slid_across_squares_is_one_move() {
+    let mut c = Case::new(
+        "rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2",
+        "Qh5",
+    );
+    c.style = style(|s| s.slide_chance = 1.0);
+    let r = c.run();
+    assert_eq!(ucis(&r.committed), "d1h5");
+    assert!(all_right(&r));
+}
+
+#[test]
+fn a_quick_reply_after_the_robots_move_is_not_missed() {
+    // The robot plays White: its moves are verified, Black answers at once.
+    let mut c = Case::new("", "e4 e5 Nf3 Nc6");
+    c.style = style(|s| s.quick_reply_chance = 1.0);
+    c.robot = Some(Color::White);
+    c.seed = 5;
+    let r = c.run();
+    assert_eq!(ucis(&r.committed), "e2e4 e7e5 g1f3 b8c6");
+    assert!(all_right(&r));
+    let verified = r
+        .events
+        .iter()
+        .filter(|(_, e)| {
+            matches!(
+                e,
+                chessbot::recognition::TrackEvent::RobotMoveVerified { .. }
+            )
+        })
+        .count();
+    assert_eq!(verified, 2);
+}
+
+#[test]
+fn an_illegal_move_is_reported_then_the_right_move_committed() {
+    let mut c = Case::new("", "e4");
+    c.style = style(|s| s.illegal_before = vec![0]);
+    c.seed = 6;
+    let r = c.run();
+    assert_eq!(r.unexplained(), 1, "{:?}", r.events);
+    assert_eq!(ucis(&r.committed), "e2e4");
+    assert!(all_right(&r));
+}
+
+#[test]
+fn lost_track_is_recovered_by_a_resync() {
+    // No frames from the start of 1... e5 until 2. Nf3 is done.
+    let mut c = Case::new("", "e4 e5 Nf3");
+    c.blind = Some((1, 2));
+    c.seed = 7;
+    let r = c.run();
+    assert_eq!(ucis(&r.committed), "e2e4 e7e5 g1f3");
+    assert!(matches!(r.outcomes[0], MoveOutcome::Right { .. }));
+    assert_eq!(
+        r.outcomes[1..],
+        [MoveOutcome::Resynced, MoveOutcome::Resynced]
+    );
+    assert!(r.final_position_right);
+}
