@@ -9,7 +9,9 @@ use anyhow::Context;
 use clap::Args;
 
 use chessbot::config::{Config, GameConfig};
-use chessbot::sim::robot_game::{parse_faults, CoreHost, PlayMode, PlaySpec, SimRobotGame};
+use chessbot::sim::robot_game::{
+    parse_faults, CoreHost, PlayMode, PlaySpec, SimRobotGame, VisionSpec,
+};
 
 /// Speed-up of the live view when none is given: a 10 s arm move takes 2.5 s.
 const LIVE_SPEED: f64 = 4.0;
@@ -43,6 +45,18 @@ pub struct PlayArgs {
     /// Record mode: two simulated people, no arm.
     #[arg(long)]
     record: bool,
+    /// See the board through rendered camera frames and vision (slower)
+    /// instead of the simulator's ground truth.
+    #[arg(long)]
+    vision: bool,
+    /// Camera for --vision: overhead, angled, low or x,y,z,yaw,pitch,roll.
+    #[arg(long, default_value = "overhead")]
+    camera: String,
+    /// Frame size for --vision.
+    #[arg(long, default_value_t = 480)]
+    width: u32,
+    #[arg(long, default_value_t = 360)]
+    height: u32,
     /// Where the journal and the finished PGN go (a game left here is resumed).
     #[arg(long, default_value = "sim-play")]
     dir: PathBuf,
@@ -81,6 +95,16 @@ pub fn run(mut config: Config, args: PlayArgs) -> anyhow::Result<ExitCode> {
     spec.level = args.level;
     spec.person_level = args.person_level;
     spec.faults = parse_faults(&args.faults)?;
+    if args.vision {
+        spec.vision = Some(VisionSpec {
+            camera: args
+                .camera
+                .parse()
+                .map_err(|e| anyhow::anyhow!("--camera: {e}"))?,
+            width: args.width,
+            height: args.height,
+        });
+    }
     let speed = args
         .speed
         .unwrap_or(if args.headless { 0.0 } else { LIVE_SPEED });

@@ -4,7 +4,9 @@
 //! the replies over the simulated servo bus, the jaws move the pieces.
 
 use chessbot::config::GameConfig;
-use chessbot::sim::robot_game::{parse_faults, PlayMode, PlaySpec, SimRobotGame, Summary};
+use chessbot::sim::robot_game::{
+    parse_faults, PlayMode, PlaySpec, SimRobotGame, Summary, VisionSpec,
+};
 use shakmaty::{Chess, Position};
 
 fn spec(dir: &std::path::Path, plies: usize, seed: u64) -> PlaySpec {
@@ -182,4 +184,24 @@ fn the_command_survives_kill_9_and_resumes_from_the_journal() {
     let ucis: Vec<String> = game.moves().iter().map(|m| m.uci.clone()).collect();
     assert_eq!(ucis.len(), 12);
     assert_eq!(ucis[..before.len()], before[..]);
+}
+
+/// The same game seen through the camera: every frame rendered (480x360,
+/// overhead) and read by vision and the `BoardWatcher`.
+#[test]
+fn a_game_seen_through_rendered_frames_and_vision() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = spec(dir.path(), 6, 2);
+    s.vision = Some(VisionSpec {
+        camera: "overhead".parse().unwrap(),
+        width: 480,
+        height: 360,
+    });
+    let sum = SimRobotGame::new(s).unwrap().run().unwrap();
+    println!("{}", sum.to_text());
+    assert_eq!(sum.plies, 6);
+    assert_pgn_is_truth(&sum);
+    assert_eq!(sum.recognition_errors, 0, "{:?}", sum.recognition_notes);
+    assert_eq!(sum.robot_move_mismatches, 0, "{:?}", sum.recoveries);
+    assert!(sum.vision_frames > 200, "{} frames", sum.vision_frames);
 }

@@ -53,7 +53,8 @@ use crate::sim::world::{BoardSpec, BoardStyle, Hand, PieceSet, Placement, World}
 pub use faults::{parse_faults, Fault, FaultKind};
 use physics::{ArmWorld, DriverPort, JawEvent, SimTime};
 
-use watch::{shows, standing as standing_board, MoveWatcher, TruthWatcher, View};
+use crate::sim::{CameraSpec, RenderOptions};
+use watch::{shows, standing as standing_board, MoveWatcher, TruthWatcher, View, VisionWatcher};
 
 /// Camera frames per second of the simulated person's moves (a webcam's rate).
 pub const FPS: f64 = 30.0;
@@ -126,6 +127,16 @@ pub struct PlaySpec {
     /// Journal and games directories.
     pub game: GameConfig,
     pub tracker: TrackerConfig,
+    /// See the board through rendered frames and vision (else ground truth).
+    pub vision: Option<VisionSpec>,
+}
+
+/// The simulated camera for a game seen through vision.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VisionSpec {
+    pub camera: CameraSpec,
+    pub width: u32,
+    pub height: u32,
 }
 
 impl PlaySpec {
@@ -141,6 +152,7 @@ impl PlaySpec {
             speed: None,
             game,
             tracker: TrackerConfig::default(),
+            vision: None,
         }
     }
 }
@@ -159,6 +171,10 @@ pub struct Summary {
     pub recognition_errors: usize,
     /// What each recognition error was.
     pub recognition_notes: Vec<String>,
+    /// Frames rendered and read by vision (0 with the ground-truth stand-in),
+    /// and how many of them could not be read.
+    pub vision_frames: u64,
+    pub vision_unread_frames: u64,
     /// Illegal moves the person made, and how many the robot noticed.
     pub illegal_shown: usize,
     pub illegal_noticed: usize,
@@ -190,11 +206,13 @@ pub struct Summary {
 impl Summary {
     pub fn to_text(&self) -> String {
         let mut s = format!(
-            "moves played: {} plies ({})\nresult: {}\nrecognition errors: {}\nillegal moves: {} made, {} noticed\narm: {} moves, {} faults, {} bus retries, {} restarts, {} robot moves not as planned, {} missed grasps, worst placement {:.1} mm off centre\n",
+            "moves played: {} plies ({})\nresult: {}\nrecognition errors: {} (vision frames {}, unread {})\nillegal moves: {} made, {} noticed\narm: {} moves, {} faults, {} bus retries, {} restarts, {} robot moves not as planned, {} missed grasps, worst placement {:.1} mm off centre\n",
             self.plies,
             self.moves.join(" "),
             self.result,
             self.recognition_errors,
+            self.vision_frames,
+            self.vision_unread_frames,
             self.illegal_shown,
             self.illegal_noticed,
             self.arm_moves,
@@ -376,6 +394,8 @@ pub struct SimRobotGame {
     started: Instant,
     /// Jaw events already looked at.
     events_seen: usize,
+    /// Vision frames of the robot processes before this one.
+    frames_base: (u64, u64),
     host: Arc<dyn CoreHost>,
     /// Wait (instead of stopping) while a person paused the game from the page.
     wait_when_paused: bool,
@@ -445,6 +465,7 @@ impl SimRobotGame {
             person,
             started: Instant::now(),
             events_seen: 0,
+            frames_base: (0, 0),
             host,
             wait_when_paused: false,
         })
@@ -531,6 +552,10 @@ impl SimRobotGame {
     /// One life of the robot process.
     fn run_process(&mut self) -> Result<ProcessEnd, PlayError> {
         let killed = Arc::new(AtomicBool::new(false));
+        self.frames_base = (
+            self.summary.vision_frames,
+            self.summary.vision_unread_frames,
+        );
         let has_arm = self.spec.mode == PlayMode::Play;
         // A fresh process: its core resumes whatever the journal holds.
         self.host
@@ -560,7 +585,22 @@ impl SimRobotGame {
             .session()
             .map(|s| s.game().position().clone())
             .unwrap_or_default();
-        let mut watcher = TruthWatcher::new(start_pos, self.spec.tracker);
+        let mut watcher: Box<dyn MoveWatcher> = match self.spec.vision {
+            None => Box::new(TruthWatcher::new(start_pos, self.spec.tracker)),
+            Some(v) => {
+                let world = self.phys.world().world.clone();
+                Box::new(VisionWatcher::new(
+                    start_pos,
+                    &world,
+                    v.camera,
+                    v.width,
+                    v.height,
+                    RenderOptions::clean(),
+                    self.spec.tracker,
+                )?)
+            }
+        };
+        let watcher = &mut *watcher;
         let clock = Arc::new(SimTime::new(
             self.phys.time.clone(),
             self.phys.world.clone(),
@@ -610,7 +650,7 @@ impl SimRobotGame {
         let mut chooser = EngineChooser::new(self.spec.seed, ENGINE_NODES);
         if resumed {
             // Restarted: re-verify the board against the journal before moving.
-            if let Some(end) = self.recover_after_restart(&mut watcher, arm.as_mut(), &mut slots)? {
+            if let Some(end) = self.recover_after_restart(watcher, arm.as_mut(), &mut slots)? {
                 return Ok(end);
             }
         }
@@ -650,7 +690,7 @@ impl SimRobotGame {
                 };
                 let faults = self.take_fault(ply, true);
                 match self.robot_move(
-                    &mut watcher,
+                    watcher,
                     ex,
                     &mut slots,
                     game.position(),
@@ -664,7 +704,7 @@ impl SimRobotGame {
                 }
             } else {
                 let faults = self.take_fault(ply, false);
-                self.person_move(&mut watcher, &game, &faults)?;
+                self.person_move(watcher, &game, &faults)?;
             }
             self.notify();
         }
@@ -674,7 +714,7 @@ impl SimRobotGame {
     #[allow(clippy::too_many_arguments)]
     fn robot_move(
         &mut self,
-        watcher: &mut TruthWatcher,
+        watcher: &mut dyn MoveWatcher,
         ex: &mut Executor<'_, DriverPort>,
         slots: &mut SlotState,
         before: &Chess,
@@ -827,7 +867,7 @@ impl SimRobotGame {
     /// The person's move, made by the scripted hand and seen by the camera side.
     fn person_move(
         &mut self,
-        watcher: &mut TruthWatcher,
+        watcher: &mut dyn MoveWatcher,
         game: &Game,
         faults: &[Fault],
     ) -> Result<(), PlayError> {
@@ -917,7 +957,7 @@ impl SimRobotGame {
     /// After a restart: the journal is the truth; the board must show it.
     fn recover_after_restart(
         &mut self,
-        watcher: &mut TruthWatcher,
+        watcher: &mut dyn MoveWatcher,
         arm: Option<&mut Executor<'_, DriverPort>>,
         slots: &mut SlotState,
     ) -> Result<Option<ProcessEnd>, PlayError> {
@@ -1014,20 +1054,29 @@ impl SimRobotGame {
         }
     }
 
-    fn push_frame(&mut self, watcher: &mut TruthWatcher) -> Option<TrackEvent> {
+    fn push_frame(&mut self, watcher: &mut dyn MoveWatcher) -> Option<TrackEvent> {
         let aw = self.phys.world();
         let view = View {
             world: &aw.world,
             arm_over_board: aw.over_board(),
             t_ms: self.phys.time.now().as_millis() as u64,
         };
-        watcher.push(&view)
+        let ev = watcher.push(&view);
+        drop(aw);
+        self.count_frames(watcher);
+        ev
+    }
+
+    fn count_frames(&mut self, watcher: &dyn MoveWatcher) {
+        let (f, u) = watcher.frames();
+        self.summary.vision_frames = self.frames_base.0 + f;
+        self.summary.vision_unread_frames = self.frames_base.1 + u;
     }
 
     /// Reads the settled board (waiting a moment for it to settle).
     fn read_board(
         &mut self,
-        watcher: &mut TruthWatcher,
+        watcher: &mut dyn MoveWatcher,
     ) -> Option<[crate::recognition::Occupant; 64]> {
         let end = self.phys.time.now() + SETTLE_WAIT;
         loop {
@@ -1038,8 +1087,11 @@ impl SimRobotGame {
                     arm_over_board: aw.over_board(),
                     t_ms: self.phys.time.now().as_millis() as u64,
                 };
-                if let Some(s) = watcher.read_squares(&view) {
-                    return Some(s);
+                let read = watcher.read_squares(&view);
+                drop(aw);
+                self.count_frames(watcher);
+                if read.is_some() {
+                    return read;
                 }
             }
             if self.phys.time.now() >= end {

@@ -184,11 +184,15 @@ impl ArmWorld {
                 }
             }
         }
-        self.world.arm = Some(ArmSilhouette::reaching(
-            self.base_mm,
-            Point3::new(self.tool_mm.x, self.tool_mm.y, 0.0),
-            self.tool_mm.z.max(0.0),
-        ));
+        // Drawn while it works over the board; at rest beside the board it
+        // is out of the camera's view (where the rest pose is chosen to be).
+        self.world.arm = self.over_board().then(|| {
+            ArmSilhouette::reaching(
+                self.base_mm,
+                Point3::new(self.tool_mm.x, self.tool_mm.y, 0.0),
+                self.tool_mm.z.max(0.0),
+            )
+        });
     }
 
     fn narrowest_grip_mm(&self) -> f64 {
