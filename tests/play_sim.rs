@@ -205,3 +205,29 @@ fn a_game_seen_through_rendered_frames_and_vision() {
     assert_eq!(sum.robot_move_mismatches, 0, "{:?}", sum.recoveries);
     assert!(sum.vision_frames > 200, "{} frames", sum.vision_frames);
 }
+
+/// A kill before the jaws reach the piece: after the restart the board
+/// still shows the position before the robot's journaled move, so the arm
+/// makes that move again.
+#[test]
+fn a_kill_before_the_grasp_makes_the_robot_move_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = spec(dir.path(), 8, 13);
+    s.faults = parse_faults("kill@4:800").unwrap();
+    let sum = SimRobotGame::new(s).unwrap().run().unwrap();
+    println!("{}", sum.to_text());
+    assert_eq!(sum.restarts, 1);
+    assert!(
+        sum.recoveries
+            .iter()
+            .any(|r| r.contains("journaled move") && r.contains("made again")),
+        "{:?}",
+        sum.recoveries
+    );
+    assert_eq!(sum.plies, 8);
+    assert_eq!(
+        sum.arm_moves, 4,
+        "the interrupted move counted once, when done"
+    );
+    assert_pgn_is_truth(&sum);
+}

@@ -13,6 +13,10 @@ pub const DEFAULT_CORRUPT_SERVO: u8 = 1;
 /// (a third would exhaust them and stop the arm).
 pub const DEFAULT_CORRUPT_REPLIES: u32 = 2;
 
+/// A kill strikes this far into the robot's move by default: the jaws are
+/// down at, or carrying, the first piece (a quiet move takes ~8-9 s).
+pub const DEFAULT_KILL_AFTER_MS: u32 = 4_500;
+
 /// What goes wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultKind {
@@ -21,9 +25,9 @@ pub enum FaultKind {
     ServoDead { id: u8 },
     /// A servo's next replies carry a wrong checksum.
     Corrupt { id: u8, replies: u32 },
-    /// The robot process is killed (kill -9) in the middle of the robot's
+    /// The robot process is killed (kill -9) this long into the robot's
     /// move and started again.
-    Kill,
+    Kill { after_ms: u32 },
     /// The person first makes an illegal move, then takes it back.
     Illegal,
 }
@@ -51,17 +55,19 @@ impl fmt::Display for Fault {
             FaultKind::Corrupt { id, replies } => {
                 write!(f, "corrupt@{}:{id}:{replies}", self.ply)
             }
-            FaultKind::Kill => write!(f, "kill@{}", self.ply),
+            FaultKind::Kill { after_ms } => write!(f, "kill@{}:{after_ms}", self.ply),
             FaultKind::Illegal => write!(f, "illegal@{}", self.ply),
         }
     }
 }
 
-/// Parses `servo-dead@4,corrupt@2:1:2,kill@6,illegal@3` (kind@ply[:servo[:count]]).
+/// Parses `servo-dead@4,corrupt@2:1:2,kill@6,illegal@3`: kind@PLY, then
+/// for servo-dead the servo, for corrupt the servo and the number of bad
+/// replies, for kill the milliseconds into the robot's move.
 pub fn parse_faults(text: &str) -> Result<Vec<Fault>, PlayError> {
     let bad = |item: &str, why: &str| {
         PlayError::BadFaults(format!(
-            "{item:?}: {why} (expected kind@PLY[:SERVO[:COUNT]] with kind servo-dead, corrupt, kill or illegal)"
+            "{item:?}: {why} (expected servo-dead@PLY[:SERVO], corrupt@PLY[:SERVO[:REPLIES]], kill@PLY[:MS] or illegal@PLY)"
         ))
     };
     let mut out = Vec::new();
@@ -91,7 +97,9 @@ pub fn parse_faults(text: &str) -> Result<Vec<Fault>, PlayError> {
                 id: num(u32::from(DEFAULT_CORRUPT_SERVO), 6)? as u8,
                 replies: num(DEFAULT_CORRUPT_REPLIES, 100)?,
             },
-            "kill" => FaultKind::Kill,
+            "kill" => FaultKind::Kill {
+                after_ms: num(DEFAULT_KILL_AFTER_MS, 60_000)?,
+            },
             "illegal" => FaultKind::Illegal,
             _ => return Err(bad(item, "unknown kind")),
         };
@@ -123,7 +131,7 @@ mod tests {
                     ply: 2
                 },
                 Fault {
-                    kind: FaultKind::Kill,
+                    kind: FaultKind::Kill { after_ms: 4_500 },
                     ply: 6
                 },
                 Fault {

@@ -67,9 +67,6 @@ const SETTLE_WAIT: Duration = Duration::from_secs(3);
 /// Bus frames into a robot move after which a servo fault strikes: about
 /// 4 s of streaming (two frames per 20 ms tick), i.e. mid-move.
 const FAULT_AFTER_FRAMES: usize = 400;
-/// A kill strikes this far into the robot's move (virtual time): the jaws
-/// are down at, or carrying, the first piece.
-const KILL_AFTER: Duration = Duration::from_millis(4_500);
 /// A person takes about this long to put pieces right by hand.
 const PERSON_FIX: Duration = Duration::from_secs(2);
 /// Attempts at one robot move before the game is left paused.
@@ -746,7 +743,9 @@ impl SimRobotGame {
                         );
                     }
                 }
-                FaultKind::Kill => clock.kill_at(self.phys.time.now() + KILL_AFTER),
+                FaultKind::Kill { after_ms } => {
+                    clock.kill_at(self.phys.time.now() + Duration::from_millis(u64::from(after_ms)))
+                }
                 FaultKind::Illegal => {}
             }
         }
