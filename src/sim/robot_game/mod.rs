@@ -316,6 +316,8 @@ struct Physical {
     setup: Arc<ArmSetup>,
     rng: ChaCha8Rng,
     epoch_ms: i64,
+    /// Real-time pacing for a live view (see [`PlaySpec::speed`]).
+    realtime_speed: Option<f64>,
 }
 
 impl Physical {
@@ -331,7 +333,11 @@ impl Physical {
 
     /// Advances virtual time by one camera frame, letting the servos move.
     fn tick(&self) {
-        self.time.advance(Duration::from_secs_f64(1.0 / FPS));
+        let frame = Duration::from_secs_f64(1.0 / FPS);
+        if let Some(speed) = self.realtime_speed {
+            std::thread::sleep(frame.div_f64(speed));
+        }
+        self.time.advance(frame);
         self.world().step();
     }
 }
@@ -455,6 +461,7 @@ impl SimRobotGame {
                 setup,
                 rng,
                 epoch_ms: chrono::Utc::now().timestamp_millis(),
+                realtime_speed: spec.speed.filter(|s| *s > 0.0),
             },
             spec,
             summary: Summary::default(),
