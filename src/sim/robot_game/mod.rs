@@ -1219,3 +1219,6 @@ fn slots_after(setup: &ArmSetup, game: &Game, robot: Color) -> SlotState {
     }
     slots
 }
+
+#[cfg(test)]
+mod tests;
