@@ -231,3 +231,36 @@ fn a_kill_before_the_grasp_makes_the_robot_move_again() {
     );
     assert_pgn_is_truth(&sum);
 }
+
+/// Bad options are refused with a message, before anything moves.
+#[test]
+fn bad_play_options_are_refused_with_a_reason() {
+    use std::process::Command;
+    let exe = env!("CARGO_BIN_EXE_chessbot");
+    let dir = tempfile::tempdir().unwrap();
+    for (args, says) in [
+        (
+            vec!["play", "--sim", "--headless", "--faults", "melt@2"],
+            "unknown kind",
+        ),
+        (
+            vec!["play", "--sim", "--headless", "--faults", "kill@0"],
+            "the ply must be",
+        ),
+        (vec!["play", "--sim", "--headless", "--speed=-3"], "--speed"),
+        (vec!["play", "--headless"], "only `chessbot play --sim`"),
+    ] {
+        let out = Command::new(exe)
+            .args(&args)
+            .arg("--dir")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    // Nothing was journaled.
+    assert!(!dir.path().join("journal/current.journal").exists());
+}
