@@ -313,7 +313,8 @@ impl SimBus {
     }
 
     /// A person fixed servo `id` (plugged it back in, power-cycled it):
-    /// every fault injected into it is cleared.
+    /// every fault of the servo itself is cleared (an obstacle in its way,
+    /// such as a piece in the jaws, stays: see [`SimBus::unblock`]).
     pub fn repair(&mut self, id: u8) {
         if let Some(s) = self.servo_mut(id) {
             s.dead = false;
@@ -322,11 +323,9 @@ impl SimBus {
             s.short_replies = 0;
             s.truncated_replies = 0;
             s.error_bits = ErrorBits(0);
-            s.blocked_at = None;
-            s.pushing = false;
-            s.push_time = 0.0;
         }
-        self.delayed.retain(|(_, f)| !fault_targets(f, id));
+        self.delayed
+            .retain(|(_, f)| !fault_targets(f, id) || matches!(f, SimFault::Block { .. }));
     }
 
     /// The obstacle in front of servo `id` is gone (a piece left the jaws).

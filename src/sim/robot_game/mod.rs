@@ -1046,9 +1046,7 @@ impl SimRobotGame {
         if let Some(p) = &self.phys.sim_port {
             let mut bus = p.bus();
             for id in self.phys.setup.model.servo_ids() {
-                if id != self.phys.setup.model.gripper.joint.servo_id {
-                    bus.repair(id);
-                }
+                bus.repair(id);
             }
         }
     }
