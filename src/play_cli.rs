@@ -139,14 +139,23 @@ fn live(
     spec: PlaySpec,
     game: SimRobotGame,
 ) -> anyhow::Result<chessbot::sim::robot_game::Summary> {
+    use chessbot::service::runtime::{MoveChooser, MovePlayer};
     use chessbot::service::{core::Core, http, runtime::Service, voice::Voice};
+    use chessbot::sim::robot_game::{sim_arm_player, EngineChooser, ENGINE_NODES};
     let core = Core::new(spec.game.clone(), spec.mode == PlayMode::Play)?;
     let voice = Voice::start(&config.service.voice_program, config.service.voice);
+    // The service's own engine chooses the robot's moves; its arm is the
+    // simulated one, driven by the game loop.
+    let (player, link) = sim_arm_player();
+    let chooser = EngineChooser::new(spec.seed, ENGINE_NODES);
+    let play = spec.mode == PlayMode::Play;
+    let chooser = play.then(|| Box::new(chooser) as Box<dyn MoveChooser>);
+    let player = play.then(|| Box::new(player) as Box<dyn MovePlayer>);
     let service = Service::new(
         core,
         voice,
-        None,
-        None,
+        chooser,
+        player,
         Box::new(|| chrono::Utc::now().timestamp_millis()),
     );
     let access = http::Access {
@@ -170,7 +179,11 @@ fn live(
             .await;
     });
     let host: Arc<dyn CoreHost> = Arc::new(service);
-    let summary = std::thread::spawn(move || game.hosted_by(host).run())
+    let game = match spec.mode {
+        PlayMode::Play => game.hosted_by(host).with_service_arm(link),
+        PlayMode::Record => game.hosted_by(host),
+    };
+    let summary = std::thread::spawn(move || game.run())
         .join()
         .map_err(|_| anyhow::anyhow!("the simulated game crashed"))??;
     println!("game over; the page stays up until Ctrl-C");

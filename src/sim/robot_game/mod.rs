@@ -24,7 +24,7 @@ pub mod physics;
 pub mod watch;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use nalgebra::{Point3, Vector3};
@@ -44,8 +44,9 @@ use crate::engine::strength::search_at_level;
 use crate::engine::{Limits, Searcher};
 use crate::game::{uci_of, Game};
 use crate::recognition::{TrackEvent, TrackerConfig};
+use crate::service::core::{ArmStatus, Effect};
 use crate::service::core::{ColorName, Core, Mode, NewGameRequest};
-use crate::service::runtime::MoveChooser;
+use crate::service::runtime::{MoveChooser, MovePlayer};
 use crate::sim::bus::{SimBus, SimFault, SimPort};
 use crate::sim::opponent::{OpponentStyle, ScriptedGame};
 use crate::sim::world::{BoardSpec, BoardStyle, Hand, PieceSet, Placement, World};
@@ -353,6 +354,73 @@ pub trait CoreHost: Send + Sync {
     }
     /// Something changed: tell whoever watches.
     fn publish(&self) {}
+    /// Carries out what a command asked for (speech, the engine's turn,
+    /// an arm stop); headless, the game loop does all of it itself.
+    fn apply(&self, _effects: Vec<Effect>) {}
+}
+
+/// The web service's arm asks the game loop (which owns the simulated
+/// arm's driver) to play a move, and waits for the answer.
+pub struct ArmRequest {
+    pub before: Chess,
+    pub mv: Move,
+    pub done: mpsc::Sender<Result<(), String>>,
+}
+
+/// The web service's [`MovePlayer`] in a live simulated game.
+pub struct SimArmPlayer {
+    requests: mpsc::Sender<ArmRequest>,
+    stop: Arc<Mutex<Option<Arc<AtomicBool>>>>,
+}
+
+/// The game loop's end of a [`SimArmPlayer`].
+pub struct ArmLink {
+    requests: mpsc::Receiver<ArmRequest>,
+    stop: Arc<Mutex<Option<Arc<AtomicBool>>>>,
+}
+
+/// A player for the service and the link the game loop serves it on.
+pub fn sim_arm_player() -> (SimArmPlayer, ArmLink) {
+    let (tx, rx) = mpsc::channel();
+    let stop = Arc::new(Mutex::new(None));
+    (
+        SimArmPlayer {
+            requests: tx,
+            stop: stop.clone(),
+        },
+        ArmLink { requests: rx, stop },
+    )
+}
+
+impl MovePlayer for SimArmPlayer {
+    fn play(&mut self, before: &Chess, mv: Move) -> Result<(), String> {
+        let (done, answer) = mpsc::channel();
+        self.requests
+            .send(ArmRequest {
+                before: before.clone(),
+                mv,
+                done,
+            })
+            .map_err(|_| "the simulated game is over".to_owned())?;
+        answer
+            .recv()
+            .map_err(|_| "the simulated arm went away".to_owned())?
+    }
+
+    fn stop(&mut self) {
+        if let Some(flag) = self.stop.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            flag.store(true, Ordering::SeqCst);
+        }
+    }
+
+    fn stop_handle(&self) -> Option<Arc<dyn Fn() + Send + Sync>> {
+        let stop = self.stop.clone();
+        Some(Arc::new(move || {
+            if let Some(flag) = stop.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+                flag.store(true, Ordering::SeqCst);
+            }
+        }))
+    }
 }
 
 impl CoreHost for Arc<crate::service::runtime::Service> {
@@ -360,7 +428,13 @@ impl CoreHost for Arc<crate::service::runtime::Service> {
         self.core()
     }
     fn publish(&self) {
-        self.apply(Vec::new());
+        crate::service::runtime::Service::apply(self, Vec::new());
+    }
+    fn apply(&self, mut effects: Vec<Effect>) {
+        // The game loop stops its own arm; a stop sent back to it through
+        // the service would also stop the recovery it is about to make.
+        effects.retain(|e| !matches!(e, Effect::ArmStop));
+        crate::service::runtime::Service::apply(self, effects);
     }
 }
 
@@ -402,6 +476,9 @@ pub struct SimRobotGame {
     host: Arc<dyn CoreHost>,
     /// Wait (instead of stopping) while a person paused the game from the page.
     wait_when_paused: bool,
+    /// Hosted by the web service: its engine chooses the robot's moves and
+    /// its arm thread hands them here.
+    arm_link: Option<ArmLink>,
 }
 
 impl SimRobotGame {
@@ -472,6 +549,7 @@ impl SimRobotGame {
             frames_base: (0, 0),
             host,
             wait_when_paused: false,
+            arm_link: None,
         })
     }
 
@@ -480,6 +558,13 @@ impl SimRobotGame {
     pub fn hosted_by(mut self, host: Arc<dyn CoreHost>) -> SimRobotGame {
         self.host = host;
         self.wait_when_paused = true;
+        self
+    }
+
+    /// The service chooses the robot's moves (its [`MoveChooser`]) and
+    /// plays them through `link`'s [`SimArmPlayer`] (its [`MovePlayer`]).
+    pub fn with_service_arm(mut self, link: ArmLink) -> SimRobotGame {
+        self.arm_link = Some(link);
         self
     }
 
@@ -570,7 +655,7 @@ impl SimRobotGame {
                 PlayMode::Play => Mode::Play,
                 PlayMode::Record => Mode::Record,
             };
-            self.core().new_game(
+            let effects = self.core().new_game(
                 NewGameRequest {
                     mode,
                     color: ColorName::from(self.spec.person),
@@ -582,6 +667,7 @@ impl SimRobotGame {
                 },
                 self.phys.now_ms(),
             )?;
+            self.host.apply(effects);
         }
         self.notify();
         let start_pos = self
@@ -625,6 +711,9 @@ impl SimRobotGame {
         } else {
             None
         };
+        if let (Some(ex), Some(link)) = (arm.as_ref(), self.arm_link.as_ref()) {
+            *link.stop.lock().unwrap_or_else(|p| p.into_inner()) = Some(ex.stop_flag());
+        }
         if let Some(ex) = arm.as_mut() {
             if let Err(e) = ex.connect() {
                 return Ok(ProcessEnd::Paused(format!("the arm does not start: {e}")));
@@ -666,7 +755,8 @@ impl SimRobotGame {
                     None => return Ok(ProcessEnd::Finished),
                 }
             };
-            if game.result().is_some() || game.moves().len() >= self.spec.plies {
+            let arm_moving = matches!(status.arm, ArmStatus::Moving { .. });
+            if (game.result().is_some() || game.moves().len() >= self.spec.plies) && !arm_moving {
                 return Ok(ProcessEnd::Finished);
             }
             if status.paused {
@@ -679,7 +769,43 @@ impl SimRobotGame {
             }
             let ply = game.moves().len() + 1;
             let robot_turn = has_arm && game.turn() != self.spec.person;
-            if robot_turn {
+            if has_arm && (robot_turn || arm_moving) && self.arm_link.is_some() {
+                // The service's engine chooses; its arm thread asks us to play.
+                let req = match self
+                    .arm_link
+                    .as_ref()
+                    .map(|l| l.requests.recv_timeout(PAUSE_POLL))
+                {
+                    Some(Ok(r)) => r,
+                    Some(Err(mpsc::RecvTimeoutError::Timeout)) => continue,
+                    _ => return Ok(ProcessEnd::Paused("the web service is gone".into())),
+                };
+                let Some(ex) = arm.as_mut() else {
+                    let _ = req.done.send(Err("no arm".into()));
+                    return Ok(ProcessEnd::Paused("no arm to play the robot's move".into()));
+                };
+                let faults = self.take_fault(game.moves().len(), true);
+                let r = self.robot_move(
+                    watcher,
+                    ex,
+                    &mut slots,
+                    &req.before,
+                    req.mv,
+                    &faults,
+                    &clock,
+                    &killed,
+                );
+                let answer = match &r {
+                    // A killed process answers nothing; its service thread is gone too.
+                    Ok(None) | Ok(Some(ProcessEnd::Killed)) => Ok(()),
+                    Ok(Some(_)) => Err("the arm could not finish the move".to_owned()),
+                    Err(e) => Err(e.to_string()),
+                };
+                let _ = req.done.send(answer);
+                if let Some(end) = r? {
+                    return Ok(end);
+                }
+            } else if robot_turn {
                 let t0 = Instant::now();
                 let (mv, eval) = chooser
                     .choose(&game, self.spec.level)
@@ -767,12 +893,16 @@ impl SimRobotGame {
                     // No plan (unreachable, no spare piece): the person makes the move.
                     let reason = format!("cannot plan {uci}: {e}");
                     self.summary.arm_faults.push(reason.clone());
-                    self.core().arm_failed(reason);
+                    let effects = self.core().arm_failed(reason);
+                    self.host.apply(effects);
                     self.person_fixes(after.board());
                     self.summary
                         .recoveries
                         .push(format!("{uci}: the person made the robot's move by hand"));
-                    self.core().resume();
+                    {
+                        let effects = self.core().resume();
+                        self.host.apply(effects);
+                    }
                     watcher.set_position(after.clone());
                     return Ok(None);
                 }
@@ -793,8 +923,18 @@ impl SimRobotGame {
                     let reason = e.to_string();
                     tracing::warn!("arm fault during {uci}: {reason}");
                     self.summary.arm_faults.push(reason.clone());
-                    self.core().arm_failed(reason);
+                    let effects = self.core().arm_failed(reason);
+                    self.host.apply(effects);
                     self.notify();
+                    if self.wait_when_paused
+                        && matches!(e, crate::arm::run::ArmError::EmergencyStop { .. })
+                    {
+                        // A person pressed the emergency stop: nothing moves
+                        // until they press resume on the page.
+                        while self.core().status().paused {
+                            std::thread::sleep(PAUSE_POLL);
+                        }
+                    }
                     if attempt >= MAX_ARM_ATTEMPTS {
                         return Ok(Some(ProcessEnd::Paused(format!(
                             "the arm failed {attempt} times on {uci}"
@@ -825,7 +965,10 @@ impl SimRobotGame {
                         self.summary.recoveries.push(format!(
                             "{uci}: arm repaired, board untouched, move retried"
                         ));
-                        self.core().resume();
+                        {
+                            let effects = self.core().resume();
+                            self.host.apply(effects);
+                        }
                         continue;
                     }
                     if !holding && squares.is_some_and(|s| shows(&s, after.board())) {
@@ -833,14 +976,20 @@ impl SimRobotGame {
                             .recoveries
                             .push(format!("{uci}: arm repaired, move was complete"));
                         self.core().arm_done();
-                        self.core().resume();
+                        {
+                            let effects = self.core().resume();
+                            self.host.apply(effects);
+                        }
                         break;
                     }
                     self.person_fixes(after.board());
                     self.summary.recoveries.push(format!(
                         "{uci}: arm repaired, the person finished the half-made move by hand"
                     ));
-                    self.core().resume();
+                    {
+                        let effects = self.core().resume();
+                        self.host.apply(effects);
+                    }
                     watcher.set_position(after.clone());
                     return Ok(None);
                 }
@@ -937,7 +1086,8 @@ impl SimRobotGame {
         }
         let now = self.phys.now_ms();
         if seen == [truth] {
-            self.core().human_move(&uci_of(truth), now)?;
+            let effects = self.core().human_move(&uci_of(truth), now)?;
+            self.host.apply(effects);
         } else {
             // Missed or misread: the person corrects it on the screen.
             self.summary.recognition_errors += 1;
@@ -952,7 +1102,8 @@ impl SimRobotGame {
                 seen = ?seen.iter().map(|m| uci_of(*m)).collect::<Vec<_>>(),
                 "move misrecognised; corrected by the person"
             );
-            self.core().human_move(&uci_of(truth), now)?;
+            let effects = self.core().human_move(&uci_of(truth), now)?;
+            self.host.apply(effects);
             let mut after = pos;
             after.play_unchecked(truth);
             watcher.set_position(after);
@@ -1036,7 +1187,10 @@ impl SimRobotGame {
             }
         }
         watcher.set_position(journaled);
-        self.core().resume();
+        {
+            let effects = self.core().resume();
+            self.host.apply(effects);
+        }
         self.notify();
         Ok(None)
     }
