@@ -264,3 +264,55 @@ fn bad_play_options_are_refused_with_a_reason() {
     // Nothing was journaled.
     assert!(!dir.path().join("journal/current.journal").exists());
 }
+
+/// Hosted by the web service (as `play --sim` without `--headless`): the
+/// service's engine chooses the robot's moves, its arm thread hands them to
+/// the simulated arm, and the service's status follows the game.
+#[test]
+fn the_web_service_hosts_the_game_with_its_engine_and_the_simulated_arm() {
+    use chessbot::service::core::Core;
+    use chessbot::service::runtime::Service;
+    use chessbot::service::voice::Voice;
+    use chessbot::sim::robot_game::{sim_arm_player, CoreHost, EngineChooser, ENGINE_NODES};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let s = spec(dir.path(), 8, 3);
+    let core = Core::new(s.game.clone(), true).unwrap();
+    let (player, link) = sim_arm_player();
+    let service = Service::new(
+        core,
+        Voice::silent(),
+        Some(Box::new(EngineChooser::new(3, ENGINE_NODES))),
+        Some(Box::new(player)),
+        Box::new(|| 0),
+    );
+    let mut updates = service.subscribe();
+    let host: Arc<dyn CoreHost> = Arc::new(service.clone());
+    let game = SimRobotGame::new(s)
+        .unwrap()
+        .hosted_by(host)
+        .with_service_arm(link);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(game.run());
+    });
+    let sum = rx
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the hosted game finishes")
+        .unwrap();
+    println!("{}", sum.to_text());
+    assert_eq!(sum.plies, 8);
+    assert_eq!(sum.arm_moves, 4);
+    assert_pgn_is_truth(&sum);
+    // The page was told about the moves as they happened.
+    let mut seen_moves = 0;
+    loop {
+        match updates.try_recv() {
+            Ok(st) => seen_moves = seen_moves.max(st.moves.len()),
+            Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => continue,
+            Err(_) => break,
+        }
+    }
+    assert!(seen_moves >= 7, "status updates showed {seen_moves} moves");
+}
