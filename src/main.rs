@@ -12,6 +12,7 @@ use chessbot::logging::{self, LogFormat};
 mod arm_cli;
 mod cli;
 mod engine_cli;
+mod play_cli;
 mod recog_cli;
 mod sim_cli;
 mod vision_cli;
@@ -46,6 +47,8 @@ enum Command {
         #[arg(long)]
         bind: Option<std::net::SocketAddr>,
     },
+    /// Play a whole robot game: `play --sim` against the simulator (`--headless` for a summary).
+    Play(play_cli::PlayArgs),
     /// The robot arm: reach audit, move plans, running moves, calibration, benchmarks.
     #[command(subcommand)]
     Arm(arm_cli::ArmCommand),
@@ -201,6 +204,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Pgn(PgnCommand::Replay { file }) => cli::pgn_replay(&file),
         Command::Serve { bind } => cli::serve(config, bind),
+        Command::Play(args) => play_cli::run(config, args),
         Command::Arm(cmd) => arm_cli::run(&config, cmd),
         Command::Sim(cmd) => sim_cli::run(cmd),
         Command::Bench(BenchCommand::Recognition {

@@ -24,6 +24,11 @@ pub trait MovePlayer: Send + 'static {
     fn play(&mut self, before: &Chess, mv: Move) -> Result<(), String>;
     /// Stops motion at once (emergency stop).
     fn stop(&mut self);
+    /// A way to stop that does not wait for `play` to return (the player
+    /// is locked while it plays); without one, the stop waits for the move.
+    fn stop_handle(&self) -> Option<Arc<dyn Fn() + Send + Sync>> {
+        None
+    }
 }
 
 /// Shared state of the running service.
@@ -33,6 +38,8 @@ pub struct Service {
     voice: Voice,
     chooser: Option<Mutex<Box<dyn MoveChooser>>>,
     player: Option<Mutex<Box<dyn MovePlayer>>>,
+    /// The player's lock-free emergency stop, when it has one.
+    stopper: Option<Arc<dyn Fn() + Send + Sync>>,
     now: Box<dyn Fn() -> i64 + Send + Sync>,
 }
 
@@ -45,12 +52,14 @@ impl Service {
         now: Box<dyn Fn() -> i64 + Send + Sync>,
     ) -> Arc<Service> {
         let (updates, _) = broadcast::channel(64);
+        let stopper = player.as_ref().and_then(|p| p.stop_handle());
         Arc::new(Service {
             core: Mutex::new(core),
             updates,
             voice,
             chooser: chooser.map(Mutex::new),
             player: player.map(Mutex::new),
+            stopper,
             now,
         })
     }
@@ -83,7 +92,9 @@ impl Service {
             match e {
                 Effect::Say(text) => self.voice.say(&text),
                 Effect::ArmStop => {
-                    if let Some(p) = &self.player {
+                    if let Some(stop) = &self.stopper {
+                        stop();
+                    } else if let Some(p) = &self.player {
                         p.lock().unwrap_or_else(|p| p.into_inner()).stop();
                     }
                 }

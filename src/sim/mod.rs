@@ -10,6 +10,7 @@
 //! - [`scene`]: seeded scenes with all realism knobs drawn from one seed.
 //! - [`opponent`]: the scripted person playing moves, frame by frame.
 //! - [`bus`]: the simulated Feetech STS3215 servo bus on a pseudo-terminal.
+//! - [`robot_game`]: a whole robot game: world, servos, arm driver, engine, journal.
 //! - [`record`]: the file adapter writing a scripted game's frames and truth.
 //! - [`pieces`], [`mesh`], [`texture`]: Staunton meshes and procedural textures.
 //!
@@ -24,6 +25,7 @@ pub mod opponent;
 pub mod pieces;
 pub mod record;
 pub mod render;
+pub mod robot_game;
 pub mod scene;
 pub mod texture;
 pub mod truth;

@@ -312,6 +312,31 @@ impl SimBus {
         }
     }
 
+    /// A person fixed servo `id` (plugged it back in, power-cycled it):
+    /// every fault of the servo itself is cleared (an obstacle in its way,
+    /// such as a piece in the jaws, stays: see [`SimBus::unblock`]).
+    pub fn repair(&mut self, id: u8) {
+        if let Some(s) = self.servo_mut(id) {
+            s.dead = false;
+            s.skip_replies = 0;
+            s.corrupt_replies = 0;
+            s.short_replies = 0;
+            s.truncated_replies = 0;
+            s.error_bits = ErrorBits(0);
+        }
+        self.delayed
+            .retain(|(_, f)| !fault_targets(f, id) || matches!(f, SimFault::Block { .. }));
+    }
+
+    /// The obstacle in front of servo `id` is gone (a piece left the jaws).
+    pub fn unblock(&mut self, id: u8) {
+        if let Some(s) = self.servo_mut(id) {
+            s.blocked_at = None;
+            s.pushing = false;
+            s.push_time = 0.0;
+        }
+    }
+
     /// A person moves servo `id` by hand to raw position `raw_step` (torque off).
     pub fn move_by_hand(&mut self, id: u8, raw_step: i32) {
         if let Some(s) = self.servo_mut(id) {
@@ -477,6 +502,20 @@ impl SimBus {
     }
 }
 
+/// Whether `fault` strikes servo `id`.
+fn fault_targets(fault: &SimFault, id: u8) -> bool {
+    match fault {
+        SimFault::NoReply { id: i, .. }
+        | SimFault::CorruptChecksum { id: i, .. }
+        | SimFault::ShortReply { id: i, .. }
+        | SimFault::TruncatedReply { id: i, .. }
+        | SimFault::ErrorBits { id: i, .. }
+        | SimFault::Dead { id: i }
+        | SimFault::Block { id: i, .. } => *i == id,
+        SimFault::Garbage { .. } | SimFault::PortVanishes => false,
+    }
+}
+
 /// A simulated bus served on a pseudo-terminal by a thread.
 pub struct SimPort {
     bus: Arc<Mutex<SimBus>>,
@@ -524,6 +563,11 @@ impl SimPort {
     /// The simulated bus, to inject faults or inspect servos.
     pub fn bus(&self) -> MutexGuard<'_, SimBus> {
         self.bus.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The simulated bus, shared (for a physics model that runs beside the driver).
+    pub fn shared(&self) -> Arc<Mutex<SimBus>> {
+        self.bus.clone()
     }
 
     /// The port disappears, as when the USB cable is pulled.
