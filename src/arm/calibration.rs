@@ -236,6 +236,11 @@ pub struct ServoMaps {
 }
 
 impl ServoMaps {
+    /// The joints' maps then the gripper's, in servo-ID order.
+    pub fn all(&self) -> impl Iterator<Item = &JointMap> {
+        self.joints.iter().chain(std::iter::once(&self.gripper))
+    }
+
     pub fn new(
         model: &ArmModel,
         cal: &Calibration,

@@ -195,14 +195,7 @@ impl<'a, P: BusPort> Executor<'a, P> {
             return Err(ArmError::MissingServos { missing, found });
         }
         let states = self.bus.read_states(&ids).map_err(ArmError::Start)?;
-        let maps: Vec<_> = self
-            .setup
-            .maps
-            .joints
-            .iter()
-            .chain(std::iter::once(&self.setup.maps.gripper))
-            .copied()
-            .collect();
+        let maps: Vec<_> = self.setup.maps.all().copied().collect();
         let names: Vec<&str> = self
             .setup
             .model
@@ -417,14 +410,7 @@ impl<'a, P: BusPort> Executor<'a, P> {
             return report;
         }
         let ids = self.ids();
-        let ranges: Vec<_> = self
-            .setup
-            .maps
-            .joints
-            .iter()
-            .chain(std::iter::once(&self.setup.maps.gripper))
-            .copied()
-            .collect();
+        let ranges: Vec<_> = self.setup.maps.all().copied().collect();
         for (id, range) in ids.into_iter().zip(ranges) {
             let result = match mode {
                 StopMode::Hold => {

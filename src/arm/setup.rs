@@ -109,7 +109,7 @@ impl ArmSetup {
             .joints
             .iter_mut()
             .chain(std::iter::once(&mut model.gripper.joint));
-        for (j, m) in joints.zip(maps.joints.iter().chain(std::iter::once(&maps.gripper))) {
+        for (j, m) in joints.zip(maps.all()) {
             let (a, b) = (
                 m.radians(f64::from(m.range_min)),
                 m.radians(f64::from(m.range_max)),
