@@ -143,7 +143,10 @@ fn now_ms() -> i64 {
 pub fn serve(
     mut config: chessbot::config::Config,
     bind: Option<std::net::SocketAddr>,
+    source: crate::recog_cli::FrameSourceArgs,
 ) -> anyhow::Result<ExitCode> {
+    use chessbot::service::camera_task::{spawn_camera, CameraTaskOptions};
+    use chessbot::service::camera_watch::CameraWatch;
     use chessbot::service::{core::Core, http, runtime::Service, voice::Voice};
     if let Some(b) = bind {
         config.service.bind = b;
@@ -160,6 +163,28 @@ pub fn serve(
     .context("cannot start the engine named in [engine]")?;
     tracing::info!("engine: {}", chooser.name());
     let service = Service::new(core, voice, Some(Box::new(chooser)), None, Box::new(now_ms));
+    if source.given() {
+        let watch = CameraWatch::new(source.watcher_config(&config)?);
+        // Open once here so a wrong path or device fails at start with its
+        // message; the camera loop opens it again on its own thread and
+        // retries later failures.
+        tracing::info!("camera: {}", source.open(&config)?.describe());
+        let cfg = config.clone();
+        let src = source.clone();
+        let open: chessbot::service::camera_task::OpenSource = Box::new(move || {
+            src.open(&cfg)
+                .map_err(|e| chessbot::camera::CameraError::Open(format!("{e:#}")))
+        });
+        spawn_camera(
+            service.clone(),
+            open,
+            watch,
+            CameraTaskOptions {
+                recorded: source.recorded(),
+                retry_delay: std::time::Duration::from_millis(config.camera.stall_timeout_ms),
+            },
+        );
+    }
     let access = http::Access {
         token: config.service.token.clone(),
         public_reads: config.service.public_reads,

@@ -46,6 +46,11 @@ enum Command {
         /// Address to bind instead of the configured one.
         #[arg(long)]
         bind: Option<std::net::SocketAddr>,
+        /// A camera (or a recorded video or image folder) watching the
+        /// board: moves made on the board are read from it. Without one,
+        /// moves are entered on the page.
+        #[command(flatten)]
+        source: recog_cli::FrameSourceArgs,
     },
     /// Play a whole robot game: `play --sim` against the simulator (`--headless` for a summary).
     Play(play_cli::PlayArgs),
@@ -203,7 +208,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Pgn(PgnCommand::Replay { file }) => cli::pgn_replay(&file),
-        Command::Serve { bind } => cli::serve(config, bind),
+        Command::Serve { bind, source } => cli::serve(config, bind, source),
         Command::Play(args) => play_cli::run(config, args),
         Command::Arm(cmd) => arm_cli::run(&config, cmd),
         Command::Sim(cmd) => sim_cli::run(cmd),

@@ -15,32 +15,81 @@ use chessbot::recognition::watcher::{BoardWatcher, WatcherConfig};
 use chessbot::recognition::{Disagreement, TrackEvent, Verdict};
 use chessbot::vision::{io, Side};
 
-#[derive(clap::Args, Debug)]
-pub struct RecordArgs {
+/// Where frames come from: a recorded video, a folder of images or a live camera.
+#[derive(clap::Args, Debug, Clone)]
+pub struct FrameSourceArgs {
     /// A video file of the game.
     #[arg(long, value_name = "FILE", group = "source")]
     pub video: Option<PathBuf>,
     /// A folder of frames (name order).
     #[arg(long, value_name = "DIR", alias = "frames", group = "source")]
     pub images: Option<PathBuf>,
-    /// A live camera (device index or path); records until stopped (Ctrl-C).
+    /// A live camera (device index or name; [camera] in the config sets the mode).
     #[arg(long, value_name = "DEVICE", num_args = 0..=1, default_missing_value = "0", group = "source")]
     pub camera: Option<String>,
     /// Frame rate of an image folder.
     #[arg(long, default_value_t = 30.0)]
     pub fps: f64,
-    /// Where to write the PGN (rewritten after every move).
-    #[arg(long, value_name = "FILE", alias = "pgn")]
-    pub out: PathBuf,
-    /// The position at the start (default: the initial position).
-    #[arg(long, value_name = "FEN")]
-    pub start_fen: Option<String>,
     /// Where White sits in the picture: bottom, top, left, right (default: decided from the start position).
     #[arg(long, value_name = "SIDE")]
     pub white_at: Option<String>,
     /// Calibration directory (board pose from `chessbot calibrate board`).
     #[arg(long, value_name = "DIR")]
     pub calibration: Option<PathBuf>,
+}
+
+impl FrameSourceArgs {
+    /// Whether any source was given.
+    pub fn given(&self) -> bool {
+        self.video.is_some() || self.images.is_some() || self.camera.is_some()
+    }
+
+    /// Whether the frames are recorded (they can wait) rather than live.
+    pub fn recorded(&self) -> bool {
+        self.camera.is_none()
+    }
+
+    /// Opens the source.
+    pub fn open(&self, config: &Config) -> anyhow::Result<Box<dyn FrameSource>> {
+        Ok(match (&self.video, &self.images, &self.camera) {
+            (Some(v), _, _) => Box::new(camera::VideoFile::open(v)?),
+            (_, Some(d), _) => Box::new(camera::ImageFolder::open(d, self.fps)?),
+            (_, _, Some(dev)) => camera::open_source(&camera::CameraConfig {
+                source: "live".into(),
+                device: dev.clone(),
+                ..config.camera.clone()
+            })?,
+            _ => bail!("give the frames with --video FILE, --images DIR or --camera [DEVICE]"),
+        })
+    }
+
+    /// The watcher's settings from the config and these options.
+    pub fn watcher_config(&self, config: &Config) -> anyhow::Result<WatcherConfig> {
+        let mut wcfg = WatcherConfig {
+            white_at: parse_side(self.white_at.as_deref())?,
+            cover_fraction: config.vision.motion_threshold,
+            settle_frames: config.vision.settle_frames,
+            ..WatcherConfig::default()
+        };
+        if let Some(dir) = &self.calibration {
+            let pose = chessbot::vision::calibrate::load_board_pose(dir)?;
+            wcfg.white_at = wcfg.white_at.or(Some(pose.white_at));
+            wcfg.location = Some(pose.location()?);
+        }
+        Ok(wcfg)
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct RecordArgs {
+    #[command(flatten)]
+    pub source: FrameSourceArgs,
+    /// Where to write the PGN (rewritten after every move).
+    #[arg(long, value_name = "FILE", alias = "pgn")]
+    pub out: PathBuf,
+    /// The position at the start (default: the initial position).
+    #[arg(long, value_name = "FEN")]
+    pub start_fen: Option<String>,
     /// Print what each frame showed (busy, covered squares, best hypotheses) on stderr.
     #[arg(long)]
     pub trace: bool,
@@ -115,30 +164,8 @@ pub fn record(config: &Config, args: &RecordArgs) -> anyhow::Result<ExitCode> {
         Some(f) => position_from_fen(f).context("--start-fen")?,
         None => Chess::default(),
     };
-    let mut source: Box<dyn FrameSource> = match (&args.video, &args.images, &args.camera) {
-        (Some(v), _, _) => Box::new(camera::VideoFile::open(v)?),
-        (_, Some(d), _) => Box::new(camera::ImageFolder::open(d, args.fps)?),
-        (_, _, Some(dev)) => {
-            let cfg = camera::CameraConfig {
-                source: "live".into(),
-                device: dev.clone(),
-                ..config.camera.clone()
-            };
-            camera::open_source(&cfg)?
-        }
-        _ => bail!("give the frames with --video FILE, --images DIR or --camera [DEVICE]"),
-    };
-    let mut wcfg = WatcherConfig {
-        white_at: parse_side(args.white_at.as_deref())?,
-        cover_fraction: config.vision.motion_threshold,
-        settle_frames: config.vision.settle_frames,
-        ..WatcherConfig::default()
-    };
-    if let Some(dir) = &args.calibration {
-        let pose = chessbot::vision::calibrate::load_board_pose(dir)?;
-        wcfg.white_at = wcfg.white_at.or(Some(pose.white_at));
-        wcfg.location = Some(pose.location()?);
-    }
+    let mut source = args.source.open(config)?;
+    let wcfg = args.source.watcher_config(config)?;
     let mut watcher = BoardWatcher::new(start.clone(), wcfg);
     let mut game = Game::new(start);
     let tags = chessbot::game::pgn::PgnTags {

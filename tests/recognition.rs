@@ -315,6 +315,23 @@ fn robot_misplacement_is_reported_with_squares() {
 }
 
 #[test]
+fn a_robot_move_not_yet_made_is_waited_for_not_reported() {
+    // No arm: the board shows the position before the robot's move until
+    // the person moves the robot's piece for it.
+    let start = after(&Chess::default(), "e4");
+    let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+    tr.expect_robot_move(parse_move(&start, "e5").unwrap());
+    let mut t = 0;
+    let waiting = feed(&mut tr, &mut t, &obs_of(&start), 120, false);
+    assert!(waiting.is_empty(), "{waiting:?}");
+    let ev = feed(&mut tr, &mut t, &obs_of(&after(&start, "e5")), 30, false);
+    assert!(
+        matches!(ev.as_slice(), [TrackEvent::RobotMoveVerified { .. }]),
+        "{ev:?}"
+    );
+}
+
+#[test]
 fn lost_track_resyncs_over_several_moves() {
     let start = Chess::default();
     let later = after(&start, "e4 c5 Nf3 d6");

@@ -174,6 +174,40 @@ pub struct Disagreement {
     pub seen: Occupant,
 }
 
+impl Disagreement {
+    /// For people: "e4 should be empty but shows a white piece".
+    pub fn describe(&self) -> String {
+        fn what(o: Occupant) -> &'static str {
+            match o {
+                Occupant::Empty => "empty",
+                Occupant::White => "a white piece",
+                Occupant::Black => "a black piece",
+            }
+        }
+        let shows = match self.seen {
+            Occupant::Empty => "is empty",
+            Occupant::White => "shows a white piece",
+            Occupant::Black => "shows a black piece",
+        };
+        format!(
+            "{} should be {} but {shows}",
+            self.square,
+            what(self.expected)
+        )
+    }
+
+    /// All of them in one sentence, the first few named.
+    pub fn describe_all(list: &[Disagreement]) -> String {
+        /// More than this many squares read as a list nobody follows; the rest are counted.
+        const NAMED: usize = 4;
+        let mut parts: Vec<String> = list.iter().take(NAMED).map(|d| d.describe()).collect();
+        if list.len() > NAMED {
+            parts.push(format!("{} more squares differ", list.len() - NAMED));
+        }
+        parts.join("; ")
+    }
+}
+
 fn ser_square<S: serde::Serializer>(sq: &Square, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&sq.to_string())
 }

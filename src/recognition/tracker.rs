@@ -300,6 +300,15 @@ impl Tracker {
     }
 
     fn push_robot(&mut self, t_ms: u64, obs: &BoardObs, target: &Chess) -> Option<TrackEvent> {
+        // The board still shows the position before the robot's move: the
+        // move has not been made yet (the arm has not started, or, with no
+        // arm, the person has not yet moved the robot's piece for it).
+        // Waiting is not a mismatch.
+        if matches!(score(&self.pos, obs).verdict, Verdict::NoChange { .. }) {
+            self.key = None;
+            self.count = 0;
+            return None;
+        }
         let scored = score(target, obs);
         let key = match &scored.verdict {
             Verdict::NoChange { .. } => ReadKey::NoChange,

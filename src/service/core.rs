@@ -45,6 +45,25 @@ pub enum ArmStatus {
     },
 }
 
+/// What the camera side is doing, for the interface.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum CameraStatus {
+    /// No camera in this set-up: moves are entered on screen.
+    #[default]
+    Absent,
+    /// The board is in view and read.
+    Watching,
+    /// A hand or the arm is over the board (or things are still moving).
+    Busy,
+    /// The frame came but the board was not found in it (moved, covered, dark).
+    NoBoard { detail: String },
+    /// No frames: the camera cannot be opened or stopped delivering; retrying.
+    Lost { detail: String },
+    /// A recorded video or image folder came to its end.
+    Ended,
+}
+
 /// A new game as the interface asks for it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -171,6 +190,7 @@ pub struct Status {
     pub eval_cp: Option<i32>,
     pub white: String,
     pub black: String,
+    pub camera: CameraStatus,
 }
 
 /// Something the loop around the core must do after a command.
@@ -201,6 +221,7 @@ pub struct Core {
     message: String,
     eval_cp: Option<i32>,
     has_arm: bool,
+    camera: CameraStatus,
 }
 
 impl Core {
@@ -224,6 +245,7 @@ impl Core {
             message: String::new(),
             eval_cp: None,
             has_arm,
+            camera: CameraStatus::Absent,
         };
         if let Some(s) = session {
             core.message = format!(
@@ -245,6 +267,10 @@ impl Core {
 
     pub fn mode(&self) -> Mode {
         self.mode
+    }
+
+    pub fn paused(&self) -> bool {
+        self.paused
     }
 
     pub fn level(&self) -> u8 {
@@ -309,7 +335,26 @@ impl Core {
             eval_cp: self.eval_cp,
             white,
             black,
+            camera: self.camera.clone(),
         }
+    }
+
+    /// Records what the camera side is doing; `true` when it changed.
+    pub fn set_camera(&mut self, camera: CameraStatus) -> bool {
+        let changed = self.camera != camera;
+        self.camera = camera;
+        changed
+    }
+
+    /// Something the camera side must tell the person (the board does not
+    /// match, a move was refused). Said once: repeating the message that
+    /// is already showing says nothing again.
+    pub fn camera_says(&mut self, text: String) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        if self.message != text {
+            self.say(text, &mut effects);
+        }
+        effects
     }
 
     fn say(&mut self, text: String, effects: &mut Vec<Effect>) {
@@ -435,6 +480,20 @@ impl Core {
             Err(e) => return Err(e.into()),
         };
         self.play(mv, now_ms, self.mode == Mode::Assist)
+    }
+
+    /// A move the camera saw made on the board. Never sent to the arm (it
+    /// is already on the board); refused when the game is paused or the
+    /// side that moved is the robot's (the person must put it back).
+    pub fn board_move(&mut self, mv: Move, now_ms: i64) -> Result<Vec<Effect>, CommandError> {
+        if self.paused {
+            return Err(CommandError::Paused);
+        }
+        if self.engine_to_move() {
+            return Err(CommandError::NotYourTurn);
+        }
+        self.running()?;
+        self.play(mv, now_ms, false)
     }
 
     /// Answers a promotion question.

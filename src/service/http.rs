@@ -105,6 +105,7 @@ pub fn router(service: Arc<Service>, access: Access) -> Router {
         .route("/api/state", get(state_json))
         .route("/api/events", get(events))
         .route("/games/current.pgn", get(current_pgn))
+        .route("/api/camera.jpg", get(camera_jpg))
         .route("/api/game/new", post(new_game))
         .route("/api/game/finish", post(finish_game))
         .route("/api/move", post(play_move))
@@ -175,6 +176,24 @@ async fn current_pgn(State(st): State<AppState>) -> Response {
         )
             .into_response(),
         None => ApiError(StatusCode::NOT_FOUND, "no game is running".into()).into_response(),
+    }
+}
+
+async fn camera_jpg(State(st): State<AppState>) -> Response {
+    match st.service.camera_image() {
+        Some(jpeg) => (
+            [
+                (header::CONTENT_TYPE, "image/jpeg"),
+                (header::CACHE_CONTROL, "no-store"),
+            ],
+            jpeg.as_ref().clone(),
+        )
+            .into_response(),
+        None => ApiError(
+            StatusCode::NOT_FOUND,
+            "no camera picture yet: no camera is watching the board".into(),
+        )
+        .into_response(),
     }
 }
 

@@ -41,6 +41,8 @@ pub struct Service {
     /// The player's lock-free emergency stop, when it has one.
     stopper: Option<Arc<dyn Fn() + Send + Sync>>,
     now: Box<dyn Fn() -> i64 + Send + Sync>,
+    /// The latest camera picture for the page (JPEG), when a camera runs.
+    camera_image: Mutex<Option<Arc<Vec<u8>>>>,
 }
 
 impl Service {
@@ -61,6 +63,7 @@ impl Service {
             player: player.map(Mutex::new),
             stopper,
             now,
+            camera_image: Mutex::new(None),
         })
     }
 
@@ -75,6 +78,19 @@ impl Service {
     /// first), so the lock is taken back rather than failing forever.
     pub fn core(&self) -> MutexGuard<'_, Core> {
         self.core.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Replaces the camera picture the page shows.
+    pub fn set_camera_image(&self, jpeg: Vec<u8>) {
+        *self.camera_image.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(jpeg));
+    }
+
+    /// The latest camera picture (JPEG), if any.
+    pub fn camera_image(&self) -> Option<Arc<Vec<u8>>> {
+        self.camera_image
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     pub fn status(&self) -> Status {

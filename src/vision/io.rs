@@ -90,9 +90,35 @@ pub fn save_image(img: &RgbImage, path: &Path) -> Result<(), VisionError> {
     Ok(())
 }
 
+/// Encodes an image in memory: `ext` is `".png"` or `".jpg"` (JPEG at
+/// `quality` 0..=100; ignored for PNG).
+pub fn encode_image(img: &RgbImage, ext: &str, quality: i32) -> Result<Vec<u8>, VisionError> {
+    let mat = bgr_mat_from_rgb(img)?;
+    let params =
+        opencv::core::Vector::<i32>::from_slice(&[imgcodecs::IMWRITE_JPEG_QUALITY, quality]);
+    let mut buf = opencv::core::Vector::<u8>::new();
+    if !imgcodecs::imencode(ext, &mat, &mut buf, &params)? {
+        return Err(VisionError::Input(format!(
+            "could not encode an image as {ext}"
+        )));
+    }
+    Ok(buf.to_vec())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn encoded_jpeg_decodes_to_the_same_size() {
+        let mut img = RgbImage::new(40, 30);
+        img.put(5, 5, [200, 10, 10]);
+        let bytes = encode_image(&img, ".jpg", 80).unwrap();
+        assert_eq!(&bytes[..2], &[0xff, 0xd8], "JPEG start-of-image marker");
+        let buf = opencv::core::Vector::<u8>::from_slice(&bytes);
+        let back = imgcodecs::imdecode(&buf, imgcodecs::IMREAD_COLOR).unwrap();
+        assert_eq!((back.cols(), back.rows()), (40, 30));
+    }
 
     #[test]
     fn png_round_trip_keeps_pixels_and_channel_order() {
