@@ -140,10 +140,80 @@ fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
+/// Which arm `serve` drives.
+pub enum ServeArm {
+    None,
+    /// The [arm] serial port.
+    Real,
+    /// The simulated bus, this many times faster than real time.
+    Sim(f64),
+}
+
+impl ServeArm {
+    pub fn from_flags(arm: bool, sim_arm: Option<f64>) -> anyhow::Result<ServeArm> {
+        Ok(match (arm, sim_arm) {
+            (_, Some(s)) if !(s > 0.0 && s.is_finite()) => {
+                anyhow::bail!("--sim-arm {s}: the speed-up must be a positive number")
+            }
+            (_, Some(s)) => ServeArm::Sim(s),
+            (true, None) => ServeArm::Real,
+            (false, None) => ServeArm::None,
+        })
+    }
+
+    /// The service's move player for this arm, connected.
+    fn player(
+        &self,
+        config: &chessbot::config::Config,
+    ) -> anyhow::Result<Option<Box<dyn chessbot::service::runtime::MovePlayer>>> {
+        use chessbot::arm::bus::{open_serial, BusTiming, FeetechBus};
+        use chessbot::arm::clock::{Clock, ManualClock, PacedClock, SystemClock};
+        use chessbot::arm::setup::ArmSetup;
+        use chessbot::service::arm_player::ArmPlayer;
+        use chessbot::sim::bus::{SimBus, SimPort};
+        use std::sync::Arc;
+        let speed = match *self {
+            ServeArm::None => return Ok(None),
+            ServeArm::Real => None,
+            ServeArm::Sim(speed) => Some(speed),
+        };
+        let setup = ArmSetup::load(&config.arm).context("cannot set up the arm")?;
+        let timing = BusTiming {
+            baud: config.arm.baud,
+            retries: config.arm.retries,
+            ..BusTiming::default()
+        };
+        Ok(Some(match speed {
+            None => {
+                let serial = open_serial(&config.arm.port, config.arm.baud)?;
+                tracing::info!("arm: SO-101 on {}", config.arm.port);
+                Box::new(ArmPlayer::new(
+                    setup,
+                    FeetechBus::new(serial, timing),
+                    Arc::new(SystemClock::new()),
+                ))
+            }
+            Some(speed) => {
+                let clock: Arc<dyn Clock> =
+                    Arc::new(PacedClock::new(Arc::new(ManualClock::new()), speed));
+                let servos = setup.model.servo_ids().len() as u8;
+                let (sim, pty) = SimPort::spawn(SimBus::with_servos(servos, clock.clone()))
+                    .context("cannot open a pseudo-terminal for the simulated servo bus")?;
+                tracing::info!("arm: simulated SO-101 on a pseudo-terminal, {speed}x real time");
+                Box::new(
+                    ArmPlayer::new(setup, FeetechBus::new(pty, timing), clock)
+                        .keeping(Box::new(sim)),
+                )
+            }
+        }))
+    }
+}
+
 pub fn serve(
     mut config: chessbot::config::Config,
     bind: Option<std::net::SocketAddr>,
     source: crate::recog_cli::FrameSourceArgs,
+    arm: ServeArm,
 ) -> anyhow::Result<ExitCode> {
     use chessbot::service::camera_task::{spawn_camera, CameraTaskOptions};
     use chessbot::service::camera_watch::CameraWatch;
@@ -154,7 +224,8 @@ pub fn serve(
             anyhow::bail!("--bind: {key} = {value}: {allowed}");
         }
     }
-    let core = Core::new(config.game.clone(), false)?;
+    let player = arm.player(&config)?;
+    let core = Core::new(config.game.clone(), player.is_some())?;
     let voice = Voice::start(&config.service.voice_program, config.service.voice);
     let chooser = chessbot::service::engine_chooser::EngineChooser::from_config(
         &config.engine,
@@ -162,7 +233,13 @@ pub fn serve(
     )
     .context("cannot start the engine named in [engine]")?;
     tracing::info!("engine: {}", chooser.name());
-    let service = Service::new(core, voice, Some(Box::new(chooser)), None, Box::new(now_ms));
+    let service = Service::new(
+        core,
+        voice,
+        Some(Box::new(chooser)),
+        player,
+        Box::new(now_ms),
+    );
     if source.given() {
         let watch = CameraWatch::new(source.watcher_config(&config)?);
         // Open once here so a wrong path or device fails at start with its

@@ -51,6 +51,15 @@ enum Command {
         /// moves are entered on the page.
         #[command(flatten)]
         source: recog_cli::FrameSourceArgs,
+        /// Drive the arm on the [arm] serial port: it moves the robot's
+        /// pieces, and the person's in assist mode.
+        #[arg(long, conflicts_with = "sim_arm")]
+        arm: bool,
+        /// Drive a simulated arm instead: the real driver over the
+        /// simulated servo bus on a pseudo-terminal, SPEED times faster
+        /// than real time.
+        #[arg(long, value_name = "SPEED", num_args = 0..=1, default_missing_value = "4")]
+        sim_arm: Option<f64>,
     },
     /// Play a whole robot game: `play --sim` against the simulator (`--headless` for a summary).
     Play(play_cli::PlayArgs),
@@ -208,7 +217,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Pgn(PgnCommand::Replay { file }) => cli::pgn_replay(&file),
-        Command::Serve { bind, source } => cli::serve(config, bind, source),
+        Command::Serve {
+            bind,
+            source,
+            arm,
+            sim_arm,
+        } => cli::serve(
+            config,
+            bind,
+            source,
+            cli::ServeArm::from_flags(arm, sim_arm)?,
+        ),
         Command::Play(args) => play_cli::run(config, args),
         Command::Arm(cmd) => arm_cli::run(&config, cmd),
         Command::Sim(cmd) => sim_cli::run(cmd),

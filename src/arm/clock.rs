@@ -70,9 +70,50 @@ impl Clock for ManualClock {
     }
 }
 
+/// Virtual time that also really waits, `speed` times faster than the
+/// virtual time it advances: a simulated arm a person can watch, sped up.
+/// Waiting advances the shared [`ManualClock`] (the simulated servos move
+/// on it), so the arm's timing is the same at every speed.
+#[derive(Debug)]
+pub struct PacedClock {
+    time: std::sync::Arc<ManualClock>,
+    speed: f64,
+}
+
+impl PacedClock {
+    /// `speed` must be positive and finite (checked by the caller's config).
+    pub fn new(time: std::sync::Arc<ManualClock>, speed: f64) -> PacedClock {
+        PacedClock { time, speed }
+    }
+}
+
+impl Clock for PacedClock {
+    fn now(&self) -> Duration {
+        self.time.now()
+    }
+    fn sleep(&self, d: Duration) {
+        if self.speed > 0.0 && self.speed.is_finite() {
+            std::thread::sleep(d.div_f64(self.speed));
+        }
+        self.time.advance(d);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paced_clock_advances_virtual_time_by_what_it_sleeps() {
+        let t = std::sync::Arc::new(ManualClock::new());
+        let c = PacedClock::new(t.clone(), 1000.0);
+        let real = Instant::now();
+        c.sleep(Duration::from_secs(2));
+        assert_eq!(t.now(), Duration::from_secs(2));
+        assert_eq!(c.now(), Duration::from_secs(2));
+        // 2 s at 1000x is 2 ms of real waiting, far under a second.
+        assert!(real.elapsed() < Duration::from_secs(1));
+    }
 
     #[test]
     fn manual_clock_moves_only_when_told() {

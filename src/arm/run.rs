@@ -157,6 +157,18 @@ impl<'a, P: BusPort> Executor<'a, P> {
         }
     }
 
+    /// Uses `stop` as the stop flag (one flag for a player that makes a
+    /// new executor for each move).
+    pub fn with_stop_flag(mut self, stop: Arc<AtomicBool>) -> Executor<'a, P> {
+        self.stop = stop;
+        self
+    }
+
+    /// The bus back, for the next executor.
+    pub fn into_bus(self) -> FeetechBus<P> {
+        self.bus
+    }
+
     /// Set this flag (from a signal handler, a button, another thread) to stop at once.
     pub fn stop_flag(&self) -> Arc<AtomicBool> {
         self.stop.clone()

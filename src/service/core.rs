@@ -446,7 +446,11 @@ impl Core {
             self.say(text, effects);
             return;
         }
-        if self.engine_to_move() && !self.paused {
+        // The engine's turn waits for the arm to finish the move before:
+        // one arm move at a time, and a reply is never committed to the
+        // game on top of a move the arm failed to make.
+        let arm_busy = matches!(self.arm, ArmStatus::Moving { .. });
+        if self.engine_to_move() && !self.paused && !arm_busy {
             effects.push(Effect::ThinkFor(s.game().turn()));
         }
     }
@@ -541,6 +545,9 @@ impl Core {
         eval_cp: Option<i32>,
         now_ms: i64,
     ) -> Result<Vec<Effect>, CommandError> {
+        if self.paused {
+            return Err(CommandError::Paused);
+        }
         if !self.engine_to_move() {
             return Err(CommandError::Invalid("the engine is not to move".into()));
         }
@@ -549,22 +556,38 @@ impl Core {
     }
 
     /// The arm finished putting a move on the board.
-    pub fn arm_done(&mut self) {
+    /// The arm finished putting a move on the board; the engine's turn
+    /// (if it is) starts now.
+    pub fn arm_done(&mut self) -> Vec<Effect> {
+        let mut effects = Vec::new();
         if matches!(self.arm, ArmStatus::Moving { .. }) {
             self.arm = ArmStatus::Idle;
+            self.after_move(&mut effects);
+            // after_move announces a result again; it was said with the move.
+            effects.retain(|e| !matches!(e, Effect::Say(_)));
         }
+        effects
     }
 
     /// The arm failed: stop, keep the game, say what happened.
     pub fn arm_failed(&mut self, reason: String) -> Vec<Effect> {
         let mut effects = vec![Effect::ArmStop];
+        // A move the arm was making is in the game but maybe half on the
+        // board: the person finishes it (the arm cannot know where a
+        // dropped piece lies).
+        let unfinished = match &self.arm {
+            ArmStatus::Moving { mv } => {
+                format!(" Please finish the move {mv} on the board by hand.")
+            }
+            _ => String::new(),
+        };
         self.arm = ArmStatus::Stopped {
             reason: reason.clone(),
         };
         self.paused = true;
         self.say(
             format!(
-                "The arm stopped: {reason}. The game is saved. Fix the problem, then press resume."
+                "The arm stopped: {reason}. The game is saved.{unfinished} Fix the problem, then press resume."
             ),
             &mut effects,
         );

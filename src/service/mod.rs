@@ -2,12 +2,14 @@
 //!
 //! - [`core`]: the decisions (modes, turns, questions, what to say), pure.
 //! - [`runtime`]: the core behind a lock; engine, arm and voice on worker threads.
+//! - [`arm_player`]: the arm (real or simulated bus) playing the robot's moves.
 //! - [`camera_watch`]: camera frames into game moves, in step with the game, pure.
 //! - [`camera_task`]: the camera loop thread around it (reopens a lost camera).
 //! - [`engine_chooser`]: the engine (built-in or UCI) as the chooser of the robot's moves.
 //! - [`http`]: the web page and JSON API (axum).
 //! - [`voice`]: spoken announcements through espeak-ng.
 
+pub mod arm_player;
 pub mod camera_task;
 pub mod camera_watch;
 pub mod core;

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use shakmaty::{Chess, Move};
 use tokio::sync::broadcast;
 
-use super::core::{Core, Effect, Status};
+use super::core::{CommandError, Core, Effect, Status};
 use super::voice::Voice;
 use crate::game::Game;
 
@@ -157,6 +157,9 @@ impl Service {
                 }
                 match core.engine_move(mv, eval, self.now_ms()) {
                     Ok(e) => e,
+                    // Paused while thinking (a fault, the stop button):
+                    // the engine's turn comes again on resume.
+                    Err(CommandError::Paused) => return,
                     Err(e) => core.arm_failed(format!("the engine's move was refused: {e}")),
                 }
             }
@@ -187,10 +190,7 @@ impl Service {
         let effects = {
             let mut core = self.core();
             match result {
-                Ok(()) => {
-                    core.arm_done();
-                    Vec::new()
-                }
+                Ok(()) => core.arm_done(),
                 Err(e) => core.arm_failed(e),
             }
         };

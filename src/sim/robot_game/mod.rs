@@ -915,7 +915,8 @@ impl SimRobotGame {
             }
             match result {
                 Ok(_) => {
-                    self.core().arm_done();
+                    let effects = self.core().arm_done();
+                    self.host.apply(effects);
                     self.summary.arm_moves += 1;
                     break;
                 }
@@ -975,7 +976,8 @@ impl SimRobotGame {
                         self.summary
                             .recoveries
                             .push(format!("{uci}: arm repaired, move was complete"));
-                        self.core().arm_done();
+                        let effects = self.core().arm_done();
+                        self.host.apply(effects);
                         {
                             let effects = self.core().resume();
                             self.host.apply(effects);
