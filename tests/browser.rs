@@ -6,9 +6,11 @@
 //! Steps: open the page; check that every control has an accessible name
 //! (Chromium's own accessibility tree), that text contrast meets WCAG 2.2 AA
 //! and that Tab reaches the key controls in a sensible order with a visible
-//! focus indicator; start a new game with the page's own controls; play a
-//! move by walking the on-screen board with the arrow keys; wait for the
-//! robot's reply in the move list; save a 1280x900 screenshot; check that a
+//! focus indicator; start a new game in assist mode with the page's own
+//! controls (the server drives the simulated arm: `serve --sim-arm`); play
+//! a move by walking the on-screen board with the arrow keys, which the arm
+//! plays; wait for the robot's reply in the move list and the arm to be
+//! idle again; save a 1280x900 screenshot; check that a
 //! 390 px wide phone viewport needs no horizontal scrolling.
 //!
 //! Needs Debian's `chromium` (scripts/install-deps.sh installs it; the
@@ -28,12 +30,11 @@ use serde_json::{json, Value};
 use tungstenite::{Message, WebSocket};
 
 /// The mode the game is started in, chosen in the page's Mode select by its
-/// option value. Issue 8 asks for assist mode (the arm plays the person's
-/// moves); `chessbot serve` has no arm yet and refuses assist mode, so the
-/// test plays in play mode for now. Once serve has a (simulated) arm,
-/// switching is this one line: `const MODE: &str = "assist";` — everything
-/// else (keyboard move, waiting for the engine's reply) is the same.
-const MODE: &str = "play";
+/// option value: assist mode, the person's move played by the arm (the
+/// server drives the simulated arm: `serve --sim-arm`).
+const MODE: &str = "assist";
+/// Speed-up of the simulated arm: a 10 s move takes half a second.
+const ARM_SPEED: &str = "20";
 
 /// Longest wait for one DevTools command's answer.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -171,6 +172,7 @@ fn start_server(dir: &Path) -> (Proc, String) {
             .arg("--config")
             .arg(&config)
             .arg("serve")
+            .args(["--sim-arm", ARM_SPEED])
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1"),
     );
@@ -725,6 +727,13 @@ fn keyboard_only_game_in_headless_chromium() {
         page.fail(step, format!("first line of the move list is {first:?}"));
     }
     eprintln!("move list: {first}");
+    // The arm puts the reply on the board and is idle again.
+    let step = "wait for the arm to finish the reply";
+    page.wait_until(
+        step,
+        "document.getElementById('arm').textContent === 'idle'",
+        REPLY_TIMEOUT,
+    );
     check_contrast(&mut page, "text contrast after the reply");
 
     // --- screenshot
