@@ -124,12 +124,12 @@ fn record_mode_takes_both_sides_moves_from_the_camera_thread() {
         Box::new(|| 0),
     );
     let mut worlds = Some(worlds);
-    let (camera, options) = (scene.camera.clone(), scene.options.clone());
+    let (camera, options) = (scene.camera.clone(), scene.options);
     let open: OpenSource = Box::new(move || {
         let w = worlds
             .take()
             .ok_or_else(|| CameraError::Open("opened twice".into()))?;
-        let cam = SimCamera::new(camera.clone(), options.clone(), 30.0, move |i| {
+        let cam = SimCamera::new(camera.clone(), options, 30.0, move |i| {
             w.get(i as usize).cloned()
         })?;
         Ok(Box::new(cam) as Box<dyn FrameSource>)

@@ -101,7 +101,7 @@ fn run(
             };
             if was_lost {
                 was_lost = false;
-                let effects = service.core().camera_says("The camera is back.".into());
+                let effects = service.core().notify("The camera is back.".into());
                 service.apply(effects);
             }
             let t_ms = base_ms + frame.timestamp.as_millis() as u64;
@@ -138,7 +138,7 @@ fn lost(service: &Arc<Service>, detail: String) {
         let changed = core.set_camera(CameraStatus::Lost {
             detail: detail.clone(),
         });
-        let effects = core.camera_says(format!(
+        let effects = core.notify(format!(
             "I cannot see the board: {detail}. Trying again; the game is saved."
         ));
         (changed, effects)

@@ -133,7 +133,7 @@ impl CameraWatch {
             } => {
                 let played = self.board_moves(core, &[*mv], now_ms, &mut effects);
                 if played == 1 && *promotion_unverified {
-                    effects.extend(core.camera_says(
+                    effects.extend(core.notify(
                         "Promotion to a queen assumed. If it is another piece, take the move back and enter it on screen."
                             .into(),
                     ));
@@ -142,19 +142,19 @@ impl CameraWatch {
             TrackEvent::Resynced { moves, .. } => {
                 let played = self.board_moves(core, moves, now_ms, &mut effects);
                 if played > 1 {
-                    effects.extend(core.camera_says(format!(
+                    effects.extend(core.notify(format!(
                         "I lost track of the board for a while and recovered {played} moves."
                     )));
                 }
             }
             TrackEvent::Unexplained { disagreeing, .. } => {
-                effects.extend(core.camera_says(format!(
+                effects.extend(core.notify(format!(
                     "The board does not match a legal move: {}. Please put it right.",
                     Disagreement::describe_all(disagreeing)
                 )));
             }
             TrackEvent::Restored { .. } => {
-                effects.extend(core.camera_says("The board matches the game again.".into()));
+                effects.extend(core.notify("The board matches the game again.".into()));
             }
             TrackEvent::RobotMoveVerified { .. } => {
                 tracing::info!("camera: the move is on the board as planned");
@@ -164,7 +164,7 @@ impl CameraWatch {
                     .session()
                     .and_then(|s| s.game().moves().last().map(|m| m.san.clone()))
                     .unwrap_or_default();
-                effects.extend(core.camera_says(format!(
+                effects.extend(core.notify(format!(
                     "The move {last} is not on the board as planned: {}. Please put the pieces right.",
                     Disagreement::describe_all(disagreeing)
                 )));
@@ -199,7 +199,7 @@ impl CameraWatch {
                     }
                 }
                 Err(e) => {
-                    let said = core.camera_says(format!("I saw {san} on the board, but {e}."));
+                    let said = core.notify(format!("I saw {san} on the board, but {e}."));
                     if !said.is_empty() {
                         tracing::warn!("camera: {san} seen on the board but refused: {e}");
                     }

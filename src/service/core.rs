@@ -346,10 +346,10 @@ impl Core {
         changed
     }
 
-    /// Something the camera side must tell the person (the board does not
-    /// match, a move was refused). Said once: repeating the message that
-    /// is already showing says nothing again.
-    pub fn camera_says(&mut self, text: String) -> Vec<Effect> {
+    /// Something the person must be told (the board does not match, a
+    /// move seen was refused, the engine was replaced). Said once:
+    /// repeating the message that is already showing says nothing again.
+    pub fn notify(&mut self, text: String) -> Vec<Effect> {
         let mut effects = Vec::new();
         if self.message != text {
             self.say(text, &mut effects);
@@ -588,6 +588,20 @@ impl Core {
         self.say(
             format!(
                 "The arm stopped: {reason}. The game is saved.{unfinished} Fix the problem, then press resume."
+            ),
+            &mut effects,
+        );
+        effects
+    }
+
+    /// The engine could not choose a move: pause (the arm stays where it
+    /// is), keep the game, say what happened. Resuming asks again.
+    pub fn engine_failed(&mut self, reason: String) -> Vec<Effect> {
+        self.paused = true;
+        let mut effects = Vec::new();
+        self.say(
+            format!(
+                "The engine failed: {reason}. The game is saved. Check the engine settings, then press resume to try again."
             ),
             &mut effects,
         );

@@ -31,6 +31,9 @@ pub struct EngineChooser {
     player: Box<dyn Player>,
     level: u8,
     move_time: Duration,
+    /// The player's failure count after the last choice.
+    failures: usize,
+    notice: Option<String>,
 }
 
 impl EngineChooser {
@@ -52,6 +55,8 @@ impl EngineChooser {
                 )),
                 level: config.level,
                 move_time,
+                failures: 0,
+                notice: None,
             });
         }
         let mut spec = config.external_command.clone();
@@ -63,6 +68,8 @@ impl EngineChooser {
             player: player_from_spec(&spec, config.hash_mb, overhead, LEVEL_SEED)?,
             level: config.level,
             move_time,
+            failures: 0,
+            notice: None,
         })
     }
 
@@ -73,6 +80,10 @@ impl EngineChooser {
 }
 
 impl MoveChooser for EngineChooser {
+    fn take_notice(&mut self) -> Option<String> {
+        self.notice.take()
+    }
+
     fn choose(&mut self, game: &Game, level: u8) -> Result<(Move, Option<i32>), String> {
         if let Kind::Builtin { hash_mb, overhead } = self.kind {
             if level != self.level {
@@ -86,6 +97,14 @@ impl MoveChooser for EngineChooser {
             .player
             .choose(game.start(), &moves, &limits)
             .ok_or_else(|| "the engine has no move in this position".to_owned())?;
+        let failures = self.player.failures();
+        if failures > self.failures {
+            self.failures = failures;
+            self.notice = Some(format!(
+                "The engine {} failed and was restarted or replaced by the built-in engine for this move",
+                self.player.name()
+            ));
+        }
         // The engine scores for the side to move; the interface shows White's view.
         let white_view = score.map(|s| if game.turn() == Color::White { s } else { -s });
         Ok((mv, white_view))

@@ -16,6 +16,11 @@ pub trait MoveChooser: Send + 'static {
     /// The move to play in the game's current position at `level` (0..=20),
     /// with an evaluation in centipawns from White's side when known.
     fn choose(&mut self, game: &Game, level: u8) -> Result<(Move, Option<i32>), String>;
+    /// Something the person should know about the last choice (an
+    /// external engine crashed and was restarted or replaced).
+    fn take_notice(&mut self) -> Option<String> {
+        None
+    }
 }
 
 /// Whatever puts moves on the physical (or simulated) board.
@@ -130,7 +135,7 @@ impl Service {
         let Some(chooser) = &self.chooser else {
             let effects = self
                 .core()
-                .arm_failed("no engine is configured to choose the robot's moves".into());
+                .engine_failed("no engine is configured to choose the robot's moves".into());
             self.apply(effects);
             return;
         };
@@ -141,10 +146,16 @@ impl Service {
                 None => return,
             }
         };
-        let choice = chooser
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .choose(&game, level);
+        let (choice, notice) = {
+            let mut c = chooser.lock().unwrap_or_else(|p| p.into_inner());
+            let choice = c.choose(&game, level);
+            (choice, c.take_notice())
+        };
+        if let Some(text) = notice {
+            tracing::warn!("engine: {text}");
+            let effects = self.core().notify(text);
+            self.apply(effects);
+        }
         let effects = match choice {
             Ok((mv, eval)) => {
                 let mut core = self.core();
@@ -160,10 +171,10 @@ impl Service {
                     // Paused while thinking (a fault, the stop button):
                     // the engine's turn comes again on resume.
                     Err(CommandError::Paused) => return,
-                    Err(e) => core.arm_failed(format!("the engine's move was refused: {e}")),
+                    Err(e) => core.engine_failed(format!("its move was refused: {e}")),
                 }
             }
-            Err(e) => self.core().arm_failed(format!("the engine failed: {e}")),
+            Err(e) => self.core().engine_failed(e),
         };
         self.apply(effects);
     }

@@ -1,7 +1,9 @@
-//! The service with an arm: the real driver over the simulated STS3215 bus
-//! on a pseudo-terminal plays the assisted person's moves and the engine's
-//! replies; a servo that dies mid-game stops the arm and pauses the game
-//! with nothing lost, and the game goes on after a resume.
+//! The service with an arm and an engine that fail: the real driver over
+//! the simulated STS3215 bus on a pseudo-terminal plays the assisted
+//! person's moves and the engine's replies; a servo that dies mid-game
+//! stops the arm and pauses the game with nothing lost, and the game goes
+//! on after a resume. An external engine that crashes is replaced for the
+//! move and the person is told.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -144,4 +146,60 @@ fn a_servo_dying_mid_game_stops_the_arm_pauses_and_keeps_the_game() {
         s.moves.len() == 2 && s.arm == ArmStatus::Idle
     });
     assert!(!st.paused);
+}
+
+#[test]
+fn an_external_engine_that_crashes_is_replaced_and_the_person_told() {
+    use chessbot::engine::EngineConfig;
+    use chessbot::service::engine_chooser::EngineChooser;
+    let dir = tempfile::tempdir().unwrap();
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake_uci.sh");
+    let cfg = EngineConfig {
+        hash_mb: 4,
+        external_command: format!("sh {} crash_go", script.display()),
+        ..EngineConfig::default()
+    };
+    let chooser = EngineChooser::from_config(&cfg, Duration::from_millis(100)).unwrap();
+    let core = Core::new(
+        GameConfig {
+            games_dir: dir.path().join("games"),
+            journal_dir: dir.path().join("journal"),
+            ..GameConfig::default()
+        },
+        false,
+    )
+    .unwrap();
+    let service = Service::new(
+        core,
+        Voice::silent(),
+        Some(Box::new(chooser)),
+        None,
+        Box::new(|| 0),
+    );
+    let mut updates = service.subscribe();
+    let e = service
+        .core()
+        .new_game(
+            NewGameRequest {
+                mode: Mode::Play,
+                ..assist()
+            },
+            0,
+        )
+        .unwrap();
+    service.apply(e);
+    let e = service.core().human_move("e4", 0).unwrap();
+    service.apply(e);
+    let st = wait_for(&service, "the reply", |s| s.moves.len() == 2);
+    assert!(!st.paused, "{}", st.message);
+    let mut said = Vec::new();
+    while let Ok(s) = updates.try_recv() {
+        said.push(s.message);
+    }
+    assert!(
+        said.iter()
+            .any(|m| m.contains("failed and was restarted or replaced")),
+        "{said:?}"
+    );
 }
