@@ -71,7 +71,7 @@ pub struct PlayArgs {
 pub fn run(mut config: Config, args: PlayArgs) -> anyhow::Result<ExitCode> {
     if !args.sim {
         anyhow::bail!(
-            "only `chessbot play --sim` exists so far: the camera-and-arm game loop on real hardware is not wired yet (use `chessbot serve` to play by clicking)"
+            "`chessbot play` needs --sim (a whole game against the simulator); on a real board run `chessbot serve --camera 0 --calibration calibration --arm` and start the game in its web page"
         );
     }
     if let Some(s) = args.speed {
