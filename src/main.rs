@@ -141,6 +141,11 @@ enum BenchCommand {
     Recognition {
         #[arg(long, default_value_t = 9)]
         games: usize,
+        /// Index of the first game (games cycle boards wooden/vinyl/printed,
+        /// then cameras overhead/angled/low every three games: --from 3
+        /// starts with the angled views).
+        #[arg(long, default_value_t = 0)]
+        from: usize,
         /// Moves per game.
         #[arg(long, default_value_t = 40)]
         moves: usize,
@@ -233,11 +238,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sim(cmd) => sim_cli::run(cmd),
         Command::Bench(BenchCommand::Recognition {
             games,
+            from,
             moves,
             seed,
             width,
             height,
-        }) => recog_cli::bench_recognition(games, moves, seed, width, height),
+        }) => recog_cli::bench_recognition(from..from + games, moves, seed, width, height),
         Command::Bench(BenchCommand::Render {
             width,
             height,

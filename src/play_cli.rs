@@ -36,7 +36,8 @@ pub struct PlayArgs {
     /// default is 0 headless and 4 with the web view).
     #[arg(long)]
     speed: Option<f64>,
-    /// Faults to inject: servo-dead@PLY[:ID], corrupt@PLY[:ID[:N]], kill@PLY, illegal@PLY.
+    /// Faults to inject: servo-dead@PLY[:ID], corrupt@PLY[:ID[:N]], kill@PLY[:MS], illegal@PLY,
+    /// camera-lost@PLY[:MS], engine-crash@PLY.
     #[arg(long, default_value = "")]
     faults: String,
     /// No web page: play, then print a summary.

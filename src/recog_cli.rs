@@ -512,7 +512,7 @@ fn recognize_labels(labels: &Path, opts: &PhotoOptions, json: bool) -> anyhow::R
 /// `chessbot bench recognition`: simulated games across cameras, boards,
 /// light, hands, sliding, quick replies and illegal-then-corrected moves.
 pub fn bench_recognition(
-    games: usize,
+    games: std::ops::Range<usize>,
     moves: usize,
     seed: u64,
     width: u32,
@@ -531,7 +531,8 @@ pub fn bench_recognition(
     let mut since_release = Vec::new();
     let mut per_view: std::collections::BTreeMap<String, (usize, usize)> = Default::default();
     let started = std::time::Instant::now();
-    for g in 0..games {
+    let n_games = games.len();
+    for g in games {
         let gseed = seed + g as u64;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(gseed);
         let start = Chess::default();
@@ -612,7 +613,7 @@ pub fn bench_recognition(
     println!();
     println!("| metric | value |");
     println!("|---|---|");
-    println!("| games x moves | {games} x {moves} ({total} moves, {width}x{height}, 30 fps) |");
+    println!("| games x moves | {n_games} x {moves} ({total} moves, {width}x{height}, 30 fps) |");
     println!(
         "| moves right (committed on their own) | {right} ({:.2} %) |",
         pct(right)

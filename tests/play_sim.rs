@@ -90,7 +90,8 @@ fn record_mode_records_two_people() {
 fn faults_pause_safely_and_the_game_goes_on_with_nothing_lost() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = spec(dir.path(), 14, 11);
-    s.faults = parse_faults("corrupt@2,illegal@3,servo-dead@4,kill@8").unwrap();
+    s.faults = parse_faults("corrupt@2,illegal@3,servo-dead@4,camera-lost@5,engine-crash@6,kill@8")
+        .unwrap();
     let sum = SimRobotGame::new(s).unwrap().run().unwrap();
     println!("{}", sum.to_text());
     assert_eq!(sum.paused_reason, None);
@@ -109,6 +110,17 @@ fn faults_pause_safely_and_the_game_goes_on_with_nothing_lost() {
         sum.arm_faults[0].contains("servo 2"),
         "{}",
         sum.arm_faults[0]
+    );
+    // The camera went dark for the whole of the person's move at ply 5: the
+    // move was still recognised once frames came back (counted above: no
+    // recognition errors).
+    assert_eq!(sum.camera_outages, 1);
+    // The engine failed once at ply 6: paused, resumed, answered.
+    assert_eq!(sum.engine_failures, 1);
+    assert!(
+        sum.recoveries.iter().any(|r| r.contains("engine crashed")),
+        "{:?}",
+        sum.recoveries
     );
     // The kill mid-move: one restart from the journal, recovered.
     assert_eq!(sum.restarts, 1);

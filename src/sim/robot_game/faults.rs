@@ -17,6 +17,11 @@ pub const DEFAULT_CORRUPT_REPLIES: u32 = 2;
 /// down at, or carrying, the first piece (a quiet move takes ~8-9 s).
 pub const DEFAULT_KILL_AFTER_MS: u32 = 4_500;
 
+/// A lost camera stays dark this long by default: three seconds, longer
+/// than a whole quiet move by the person (about 2-3 s with the hand in
+/// view), so the move is made while nobody watches.
+pub const DEFAULT_CAMERA_LOST_MS: u32 = 3_000;
+
 /// What goes wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultKind {
@@ -30,6 +35,12 @@ pub enum FaultKind {
     Kill { after_ms: u32 },
     /// The person first makes an illegal move, then takes it back.
     Illegal,
+    /// The camera delivers no frames from the start of the person's move
+    /// for this long (a cable pulled and plugged back in).
+    CameraLost { ms: u32 },
+    /// The engine fails to give the robot's move once (a crashed external
+    /// engine); the game pauses and the person resumes it.
+    EngineCrash,
 }
 
 /// A fault and the ply (1-based, as counted in the game) from which it
@@ -42,9 +53,9 @@ pub struct Fault {
 }
 
 impl Fault {
-    /// Whether it is the arm's (else the person's).
+    /// Whether it strikes on the robot's turn (else the person's).
     pub fn is_arm(&self) -> bool {
-        !matches!(self.kind, FaultKind::Illegal)
+        !matches!(self.kind, FaultKind::Illegal | FaultKind::CameraLost { .. })
     }
 }
 
@@ -57,17 +68,20 @@ impl fmt::Display for Fault {
             }
             FaultKind::Kill { after_ms } => write!(f, "kill@{}:{after_ms}", self.ply),
             FaultKind::Illegal => write!(f, "illegal@{}", self.ply),
+            FaultKind::CameraLost { ms } => write!(f, "camera-lost@{}:{ms}", self.ply),
+            FaultKind::EngineCrash => write!(f, "engine-crash@{}", self.ply),
         }
     }
 }
 
-/// Parses `servo-dead@4,corrupt@2:1:2,kill@6,illegal@3`: kind@PLY, then
-/// for servo-dead the servo, for corrupt the servo and the number of bad
-/// replies, for kill the milliseconds into the robot's move.
+/// Parses `servo-dead@4,corrupt@2:1:2,kill@6,illegal@3,camera-lost@5,engine-crash@7`:
+/// kind@PLY, then for servo-dead the servo, for corrupt the servo and the
+/// number of bad replies, for kill the milliseconds into the robot's move,
+/// for camera-lost how long the camera stays dark.
 pub fn parse_faults(text: &str) -> Result<Vec<Fault>, PlayError> {
     let bad = |item: &str, why: &str| {
         PlayError::BadFaults(format!(
-            "{item:?}: {why} (expected servo-dead@PLY[:SERVO], corrupt@PLY[:SERVO[:REPLIES]], kill@PLY[:MS] or illegal@PLY)"
+            "{item:?}: {why} (expected servo-dead@PLY[:SERVO], corrupt@PLY[:SERVO[:REPLIES]], kill@PLY[:MS], illegal@PLY, camera-lost@PLY[:MS] or engine-crash@PLY)"
         ))
     };
     let mut out = Vec::new();
@@ -101,6 +115,10 @@ pub fn parse_faults(text: &str) -> Result<Vec<Fault>, PlayError> {
                 after_ms: num(DEFAULT_KILL_AFTER_MS, 60_000)?,
             },
             "illegal" => FaultKind::Illegal,
+            "camera-lost" => FaultKind::CameraLost {
+                ms: num(DEFAULT_CAMERA_LOST_MS, 60_000)?,
+            },
+            "engine-crash" => FaultKind::EngineCrash,
             _ => return Err(bad(item, "unknown kind")),
         };
         if parts.next().is_some() {
@@ -145,6 +163,11 @@ mod tests {
             ]
         );
         assert_eq!(f[1].to_string(), "corrupt@2:1:3");
+        let f = parse_faults("camera-lost@5,camera-lost@7:500,engine-crash@2").unwrap();
+        assert_eq!(f[0].kind, FaultKind::CameraLost { ms: 3_000 });
+        assert_eq!(f[1].kind, FaultKind::CameraLost { ms: 500 });
+        assert_eq!(f[2].to_string(), "engine-crash@2");
+        assert!(!f[0].is_arm() && f[2].is_arm());
         assert!(parse_faults("").unwrap().is_empty());
         for bad in [
             "kill",
@@ -153,6 +176,8 @@ mod tests {
             "servo-dead@2:9",
             "kill@x",
             "corrupt@1:1:1:1",
+            "camera-lost@3:0",
+            "engine-crash@2:1",
         ] {
             assert!(parse_faults(bad).is_err(), "{bad}");
         }

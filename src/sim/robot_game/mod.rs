@@ -44,7 +44,7 @@ use crate::engine::strength::search_at_level;
 use crate::engine::{Limits, Searcher};
 use crate::game::{uci_of, Game};
 use crate::recognition::{TrackEvent, TrackerConfig};
-use crate::service::core::{ArmStatus, Effect};
+use crate::service::core::{ArmStatus, CameraStatus, Effect};
 use crate::service::core::{ColorName, Core, Mode, NewGameRequest};
 use crate::service::runtime::{MoveChooser, MovePlayer};
 use crate::sim::bus::{SimBus, SimFault, SimPort};
@@ -70,6 +70,8 @@ const SETTLE_WAIT: Duration = Duration::from_secs(3);
 const FAULT_AFTER_FRAMES: usize = 400;
 /// A person takes about this long to put pieces right by hand.
 const PERSON_FIX: Duration = Duration::from_secs(2);
+/// A person notices a pause and presses resume after about this long.
+const PERSON_REACTION: Duration = Duration::from_secs(3);
 /// Attempts at one robot move before the game is left paused.
 const MAX_ARM_ATTEMPTS: usize = 3;
 /// How often a paused live game looks whether it was resumed.
@@ -186,6 +188,9 @@ pub struct Summary {
     pub recoveries: Vec<String>,
     /// Simulated process kills and restarts from the journal.
     pub restarts: usize,
+    /// Times the camera was lost (no frames), and engine failures.
+    pub camera_outages: usize,
+    pub engine_failures: usize,
     /// Robot moves the camera found not as planned (a piece off its square).
     pub robot_move_mismatches: usize,
     /// Grasps where the jaws closed on nothing.
@@ -204,7 +209,7 @@ pub struct Summary {
 impl Summary {
     pub fn to_text(&self) -> String {
         let mut s = format!(
-            "moves played: {} plies ({})\nresult: {}\nrecognition errors: {} (vision frames {}, unread {})\nillegal moves: {} made, {} noticed\narm: {} moves, {} faults, {} bus retries, {} restarts, {} robot moves not as planned, {} missed grasps, worst placement {:.1} mm off centre\n",
+            "moves played: {} plies ({})\nresult: {}\nrecognition errors: {} (vision frames {}, unread {})\nillegal moves: {} made, {} noticed\ncamera outages: {}, engine failures: {}\narm: {} moves, {} faults, {} bus retries, {} restarts, {} robot moves not as planned, {} missed grasps, worst placement {:.1} mm off centre\n",
             self.plies,
             self.moves.join(" "),
             self.result,
@@ -213,6 +218,8 @@ impl Summary {
             self.vision_unread_frames,
             self.illegal_shown,
             self.illegal_noticed,
+            self.camera_outages,
+            self.engine_failures,
             self.arm_moves,
             self.arm_faults.len(),
             self.bus_retries,
@@ -806,6 +813,31 @@ impl SimRobotGame {
                     return Ok(end);
                 }
             } else if robot_turn {
+                let faults = self.take_fault(ply, true);
+                if faults.iter().any(|f| f.kind == FaultKind::EngineCrash) {
+                    // The engine dies instead of answering: the game pauses
+                    // with nothing lost; the person resumes it and the
+                    // engine (started again) answers.
+                    let effects = self
+                        .core()
+                        .engine_failed("the engine process exited (simulated crash)".into());
+                    self.host.apply(effects);
+                    self.notify();
+                    self.summary.engine_failures += 1;
+                    self.wait_virtual(PERSON_REACTION);
+                    let effects = self.core().resume();
+                    self.host.apply(effects);
+                    self.summary.recoveries.push(format!(
+                        "ply {ply}: the engine crashed; the game paused and the person resumed it"
+                    ));
+                    self.pending.extend(
+                        faults
+                            .into_iter()
+                            .filter(|f| f.kind != FaultKind::EngineCrash),
+                    );
+                    continue;
+                }
+                self.pending.extend(faults);
                 let t0 = Instant::now();
                 let (mv, eval) = chooser
                     .choose(&game, self.spec.level)
@@ -879,7 +911,8 @@ impl SimRobotGame {
                 FaultKind::Kill { after_ms } => {
                     clock.kill_at(self.phys.time.now() + Duration::from_millis(u64::from(after_ms)))
                 }
-                FaultKind::Illegal => {}
+                // Not the arm's: the person's move and the engine's turn.
+                FaultKind::Illegal | FaultKind::CameraLost { .. } | FaultKind::EngineCrash => {}
             }
         }
         let mut attempt = 0;
@@ -1053,6 +1086,17 @@ impl SimRobotGame {
         let script = ScriptedGame::new(world, pos.clone(), &[truth], style, seed)?;
         let mut seen: Vec<Move> = Vec::new();
         let mut noticed = false;
+        // A lost camera: no frames from the start of the move until it is back.
+        let dark_until = faults.iter().find_map(|f| match f.kind {
+            FaultKind::CameraLost { ms } => {
+                Some(self.phys.time.now() + Duration::from_millis(u64::from(ms)))
+            }
+            _ => None,
+        });
+        let mut dark = dark_until.is_some();
+        if dark {
+            self.camera_lost(true);
+        }
         for (w, t) in script {
             if t.events.iter().any(|e| e.starts_with("illegal_shown")) {
                 self.summary.illegal_shown += 1;
@@ -1064,6 +1108,9 @@ impl SimRobotGame {
                 aw.world.arm = arm;
             }
             self.phys.tick();
+            if dark && !self.camera_back(&mut dark, dark_until) {
+                continue;
+            }
             match self.push_frame(watcher) {
                 Some(TrackEvent::Move { mv, .. }) => seen.push(mv),
                 Some(TrackEvent::Resynced { moves, .. }) => seen.extend(moves),
@@ -1076,10 +1123,14 @@ impl SimRobotGame {
                 _ => {}
             }
         }
-        // The board is settled: give the camera side a moment more.
-        let t_end = self.phys.time.now() + SETTLE_WAIT;
+        // The board is settled: give the camera side a moment more (from
+        // when the camera is back, if it was lost).
+        let t_end = self.phys.time.now().max(dark_until.unwrap_or_default()) + SETTLE_WAIT;
         while seen.is_empty() && self.phys.time.now() < t_end {
             self.phys.tick();
+            if dark && !self.camera_back(&mut dark, dark_until) {
+                continue;
+            }
             match self.push_frame(watcher) {
                 Some(TrackEvent::Move { mv, .. }) => seen.push(mv),
                 Some(TrackEvent::Resynced { moves, .. }) => seen.extend(moves),
@@ -1111,6 +1162,40 @@ impl SimRobotGame {
             watcher.set_position(after);
         }
         Ok(())
+    }
+
+    /// The camera is lost (`true`) or back: what the service shows and says.
+    fn camera_lost(&mut self, lost: bool) {
+        let effects = {
+            let mut core = self.core();
+            if lost {
+                core.set_camera(CameraStatus::Lost {
+                    detail: "camera disconnected (simulated)".into(),
+                });
+                core.notify(
+                    "I cannot see the board: camera disconnected (simulated). Trying again; the game is saved."
+                        .into(),
+                )
+            } else {
+                core.set_camera(CameraStatus::Watching);
+                core.notify("The camera is back.".into())
+            }
+        };
+        self.host.apply(effects);
+        self.notify();
+        if lost {
+            self.summary.camera_outages += 1;
+        }
+    }
+
+    /// Whether frames come again (the dark time is over); says so once.
+    fn camera_back(&mut self, dark: &mut bool, until: Option<Duration>) -> bool {
+        if until.is_some_and(|u| self.phys.time.now() < u) {
+            return false;
+        }
+        *dark = false;
+        self.camera_lost(false);
+        true
     }
 
     /// After a restart: the journal is the truth; the board must show it.
