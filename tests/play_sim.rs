@@ -115,6 +115,11 @@ fn faults_pause_safely_and_the_game_goes_on_with_nothing_lost() {
     // move was still recognised once frames came back (counted above: no
     // recognition errors).
     assert_eq!(sum.camera_outages, 1);
+    assert!(
+        sum.recoveries.iter().any(|r| r.contains("camera was lost")),
+        "{:?}",
+        sum.recoveries
+    );
     // The engine failed once at ply 6: paused, resumed, answered.
     assert_eq!(sum.engine_failures, 1);
     assert!(

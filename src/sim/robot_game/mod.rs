@@ -1139,6 +1139,12 @@ impl SimRobotGame {
         }
         let now = self.phys.now_ms();
         if seen == [truth] {
+            if dark_until.is_some() {
+                self.summary.recoveries.push(format!(
+                    "ply {}: the camera was lost during the move; it was recognised once frames came back",
+                    game.moves().len() + 1
+                ));
+            }
             let effects = self.core().human_move(&uci_of(truth), now)?;
             self.host.apply(effects);
         } else {
