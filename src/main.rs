@@ -146,6 +146,9 @@ enum BenchCommand {
         /// starts with the angled views).
         #[arg(long, default_value_t = 0)]
         from: usize,
+        /// List every event of every game (moves, resyncs, unexplained boards with their squares).
+        #[arg(long)]
+        verbose: bool,
         /// Moves per game.
         #[arg(long, default_value_t = 40)]
         moves: usize,
@@ -239,11 +242,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(BenchCommand::Recognition {
             games,
             from,
+            verbose,
             moves,
             seed,
             width,
             height,
-        }) => recog_cli::bench_recognition(from..from + games, moves, seed, width, height),
+        }) => recog_cli::bench_recognition(from..from + games, moves, verbose, seed, width, height),
         Command::Bench(BenchCommand::Render {
             width,
             height,

@@ -514,6 +514,7 @@ fn recognize_labels(labels: &Path, opts: &PhotoOptions, json: bool) -> anyhow::R
 pub fn bench_recognition(
     games: std::ops::Range<usize>,
     moves: usize,
+    verbose: bool,
     seed: u64,
     width: u32,
     height: u32,
@@ -601,6 +602,47 @@ pub fn bench_recognition(
             r.frames,
             r.unread_frames
         );
+        if verbose {
+            println!("    played: {}", {
+                let mut p = game.start.clone();
+                game.moves
+                    .iter()
+                    .map(|m| {
+                        let s = san_of(&p, *m);
+                        p.play_unchecked(*m);
+                        s
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            });
+            let mut pos = game.start.clone();
+            for (frame, ev) in &r.events {
+                let what = match ev {
+                    TrackEvent::Move { mv, .. } => {
+                        let s = format!("move {}", san_of(&pos, *mv));
+                        pos.play_unchecked(*mv);
+                        s
+                    }
+                    TrackEvent::Resynced { moves, .. } => {
+                        for m in moves {
+                            pos.play_unchecked(*m);
+                        }
+                        format!("resynced {} moves", moves.len())
+                    }
+                    TrackEvent::Unexplained { disagreeing, .. } => {
+                        format!("unexplained: {}", describe_disagreements(disagreeing))
+                    }
+                    TrackEvent::RobotMoveMismatch { disagreeing, .. } => {
+                        format!(
+                            "robot move mismatch: {}",
+                            describe_disagreements(disagreeing)
+                        )
+                    }
+                    e => format!("{e:?}"),
+                };
+                println!("    frame {frame}: {what}");
+            }
+        }
     }
     let pct = |a: usize| 100.0 * a as f64 / total.max(1) as f64;
     let quantile = |v: &mut Vec<f64>, q: f64| -> f64 {

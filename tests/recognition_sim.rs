@@ -276,3 +276,60 @@ fn lost_track_is_recovered_by_a_resync() {
     );
     assert!(r.final_position_right);
 }
+
+/// Someone bumps the camera: the board is found elsewhere. The watcher
+/// decides nothing while it confirms the new place (a second), adopts it
+/// because it shows the believed position, and reads the next move there.
+#[test]
+fn a_bumped_camera_is_followed_and_the_next_move_read() {
+    use chessbot::camera::sim::rgb_from_sim;
+    use chessbot::recognition::{BoardWatcher, TrackEvent};
+    use nalgebra::Translation3;
+    let spec = scene("wooden", "overhead");
+    let start = Chess::default();
+    let after = {
+        let mut p = start.clone();
+        p.play_unchecked(parse_move(&start, "e4").unwrap());
+        p
+    };
+    let before_scene = spec.build(start.board(), 1).unwrap();
+    let after_scene = spec.build(after.board(), 1).unwrap();
+    let mut bumped = before_scene.camera.clone();
+    // 40 mm sideways at ~0.5 m: the board shifts by most of a square.
+    bumped.camera_from_board = Translation3::new(40.0, 0.0, 0.0) * bumped.camera_from_board;
+    let frame = |world: &chessbot::sim::World, cam: &chessbot::sim::Camera| {
+        rgb_from_sim(
+            chessbot::sim::render(world, cam, &before_scene.options)
+                .unwrap()
+                .image,
+        )
+    };
+    let still_a = frame(&before_scene.world, &before_scene.camera);
+    let still_b = frame(&before_scene.world, &bumped);
+    let moved_b = frame(&after_scene.world, &bumped);
+    let mut w = BoardWatcher::new(start.clone(), WatcherConfig::default());
+    let mut t = 0;
+    let mut events = Vec::new();
+    let mut push = |w: &mut BoardWatcher, img, n: usize, events: &mut Vec<TrackEvent>| {
+        for _ in 0..n {
+            t += 33;
+            events.extend(w.push(img, t).unwrap().event);
+        }
+    };
+    push(&mut w, &still_a, 45, &mut events);
+    let first = w.location().unwrap().corners;
+    push(&mut w, &still_b, 20, &mut events);
+    assert_eq!(w.location().unwrap().corners, first, "not adopted at once");
+    push(&mut w, &still_b, 40, &mut events);
+    let moved_px = (w.location().unwrap().corners[0][0] - first[0][0]).abs();
+    assert!(
+        moved_px > 10.0,
+        "the new place was adopted ({moved_px:.1} px)"
+    );
+    assert!(events.is_empty(), "nothing decided on the bump: {events:?}");
+    push(&mut w, &moved_b, 30, &mut events);
+    assert!(
+        matches!(events.as_slice(), [TrackEvent::Move { mv, .. }] if uci_of(*mv) == "e2e4"),
+        "{events:?}"
+    );
+}

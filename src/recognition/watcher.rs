@@ -32,6 +32,16 @@ use crate::vision::VisionError;
 /// the board side; a bumped board moves by far more than 0.3 square.
 const SAME_BOARD_TOLERANCE: f64 = 0.3 / 8.0;
 
+/// A board found somewhere else than the tracked one is adopted only after
+/// it has been found there this long and explains the believed position
+/// (nothing changed, or one legal move). A hand over the board can make
+/// the lattice fit land a square off (pieces and the hand hide grid
+/// lines); measured on rendered angled games, adopting such a fit at once
+/// froze the game (every later board unexplained). A bumped board or
+/// camera stays put, so a second of confirmation costs nothing but that
+/// second.
+const RELOCATE_CONFIRM_MS: u64 = 1000;
+
 /// Frames back the watcher also compares each frame with. Consecutive
 /// frames miss a smooth, uniformly coloured hand: at 600 mm/s and 30 fps
 /// it moves 20 mm, 0.4 of a 50 mm square, and only its edges change (fewer
@@ -133,6 +143,16 @@ pub struct BoardWatcher {
     model: Option<CalibratedModel>,
     /// The position the model was last fitted on.
     learnt: Option<shakmaty::Board>,
+    /// A board found elsewhere than the tracked one, and since when.
+    candidate: Option<(BoardLocation, u64)>,
+}
+
+/// What a frame's board location means for the tracked one.
+enum Adoption {
+    /// The tracked board (or the first one found): read the frame.
+    Read,
+    /// Somewhere else, not confirmed yet: nothing is decided on this frame.
+    Pending,
 }
 
 impl BoardWatcher {
@@ -148,6 +168,7 @@ impl BoardWatcher {
             moved_ms: None,
             model: cfg.model.clone(),
             learnt: None,
+            candidate: None,
             cfg,
         }
     }
@@ -178,6 +199,13 @@ impl BoardWatcher {
         self.white_at
     }
 
+    /// Sets where the board is (a calibration made now): used from the next
+    /// frame on, with motion detection started afresh there.
+    pub fn set_location(&mut self, location: BoardLocation, white_at: Side) {
+        self.white_at = Some(white_at);
+        self.set_location_inner(location);
+    }
+
     /// The tracked board location (once known).
     pub fn location(&self) -> Option<&BoardLocation> {
         self.location.as_ref()
@@ -206,7 +234,14 @@ impl BoardWatcher {
             }
             Err(e) => return Err(RecognitionError::Vision(e)),
         };
-        self.adopt_location(&read);
+        if let Adoption::Pending = self.adopt_location(&read, t_ms) {
+            return Ok(self.unread(
+                t_ms,
+                FrameUse::BoardNotFound(
+                    "the board was found elsewhere than before; confirming it moved".into(),
+                ),
+            ));
+        }
         let mut read = read;
         if self.white_at.is_none() {
             let side = super::photo::best_side(&read, self.tracker.position().board());
@@ -318,16 +353,46 @@ impl BoardWatcher {
     /// Keeps the tracked location while the board has not moved (a hand
     /// over the board can fail the tracking check and make vision
     /// re-localize); adopts a new one, and restarts motion detection on
-    /// it, when the board or camera moved.
-    fn adopt_location(&mut self, read: &FrameReading) {
-        match &self.location {
-            Some(old) if read.tracked || same_board(old, &read.location) => {}
-            _ => {
-                self.location = Some(read.location.clone());
-                self.motion = MotionDetector::new(self.cfg.cover_fraction, self.cfg.settle_frames);
-                self.recent.clear();
-            }
+    /// it, once the board or camera has really moved: found in the same
+    /// new place for [`RELOCATE_CONFIRM_MS`], showing the believed
+    /// position or one legal move from it.
+    fn adopt_location(&mut self, read: &FrameReading, t_ms: u64) -> Adoption {
+        let Some(old) = &self.location else {
+            self.set_location_inner(read.location.clone());
+            return Adoption::Read;
+        };
+        if read.tracked || same_board(old, &read.location) {
+            self.candidate = None;
+            return Adoption::Read;
         }
+        let since = match &self.candidate {
+            Some((c, since)) if same_board(c, &read.location) => *since,
+            _ => {
+                self.candidate = Some((read.location.clone(), t_ms));
+                t_ms
+            }
+        };
+        if t_ms.saturating_sub(since) < RELOCATE_CONFIRM_MS {
+            return Adoption::Pending;
+        }
+        let obs = board_obs(read, &[false; 64]);
+        let verdict = super::scoring::score(self.tracker.position(), &obs).verdict;
+        if matches!(
+            verdict,
+            super::Verdict::NoChange { .. } | super::Verdict::Move { .. }
+        ) {
+            self.set_location_inner(read.location.clone());
+            Adoption::Read
+        } else {
+            Adoption::Pending
+        }
+    }
+
+    fn set_location_inner(&mut self, location: BoardLocation) {
+        self.location = Some(location);
+        self.candidate = None;
+        self.motion = MotionDetector::new(self.cfg.cover_fraction, self.cfg.settle_frames);
+        self.recent.clear();
     }
 }
 

@@ -51,8 +51,11 @@ const TRACK_MIN_CONTRAST: f32 = 10.0;
 /// Cheap check that the squares are still where `loc` says: the rim
 /// brightness of the 64 cells must still alternate light/dark (the share of
 /// cells on the right side of the light/dark midpoint, rescaled so 0 is
-/// chance and 1 is every cell).
-pub fn still_tracks(img: &RgbImage, loc: &BoardLocation) -> bool {
+/// chance and 1 is every cell). With the orientation known, the light
+/// cells must also be the light squares (dark-a1 rule): a board or camera
+/// bumped by one square keeps the alternation but swaps the colours, and
+/// must be found again.
+pub fn still_tracks(img: &RgbImage, loc: &BoardLocation, white_at: Option<Side>) -> bool {
     let mut lumas = Vec::with_capacity(64);
     for r in 0..8 {
         for c in 0..8 {
@@ -90,14 +93,23 @@ pub fn still_tracks(img: &RgbImage, loc: &BoardLocation) -> bool {
         .iter()
         .filter(|(even, l)| (*l > mid) == (if *even { me > mo } else { mo > me }))
         .count();
-    2.0 * agree as f32 / 64.0 - 1.0 >= TRACK_MIN_ALTERNATION && (me - mo).abs() > TRACK_MIN_CONTRAST
+    // Cell (0, 0) is a8 or h1 (light squares) when White is at the bottom
+    // or top, a1 or h8 (dark) when at the left or right.
+    let parity_ok =
+        white_at.is_none_or(|side| (me > mo) == matches!(side, Side::Bottom | Side::Top));
+    parity_ok
+        && 2.0 * agree as f32 / 64.0 - 1.0 >= TRACK_MIN_ALTERNATION
+        && (me - mo).abs() > TRACK_MIN_CONTRAST
 }
 
 /// Reads one frame.
 pub fn read_frame(img: &RgbImage, opts: &ReadOptions) -> Result<FrameReading, VisionError> {
     locate::check_exposure(img)?;
     let (location, tracked) = match &opts.tracked {
-        Some(loc) if loc.image_size == (img.width, img.height) && still_tracks(img, loc) => {
+        Some(loc)
+            if loc.image_size == (img.width, img.height)
+                && still_tracks(img, loc, opts.white_at) =>
+        {
             (loc.clone(), true)
         }
         _ => (locate::locate_board(img)?, false),
