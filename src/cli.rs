@@ -257,6 +257,12 @@ pub fn serve(
             open,
             watch,
             CameraTaskOptions {
+                calibration_dir: Some(
+                    source
+                        .calibration
+                        .clone()
+                        .unwrap_or_else(|| config.vision.calibration_dir.clone()),
+                ),
                 recorded: source.recorded(),
                 retry_delay: std::time::Duration::from_millis(config.camera.stall_timeout_ms),
             },

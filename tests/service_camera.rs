@@ -139,6 +139,7 @@ fn record_mode_takes_both_sides_moves_from_the_camera_thread() {
         open,
         CameraWatch::new(WatcherConfig::default()),
         CameraTaskOptions {
+            calibration_dir: None,
             recorded: true,
             retry_delay: Duration::from_millis(10),
         },
@@ -316,6 +317,7 @@ fn a_lost_camera_is_said_reopened_and_its_return_said() {
         open,
         CameraWatch::new(WatcherConfig::default()),
         CameraTaskOptions {
+            calibration_dir: None,
             recorded: false,
             retry_delay: Duration::from_millis(5),
         },
@@ -347,4 +349,63 @@ fn a_lost_camera_is_said_reopened_and_its_return_said() {
     // Blank frames have no board: nothing reached the game.
     assert!(service.status().moves.is_empty());
     assert_eq!(service.status().camera, CameraStatus::Ended);
+}
+
+/// "Find the board again" from the page: the camera loop re-finds the board
+/// on its next frame, tracks it there and saves `board.yml`; with no
+/// camera the request is refused.
+#[test]
+fn a_board_calibration_asked_for_is_made_on_the_next_frame_and_saved() {
+    let dir = tempfile::tempdir().unwrap();
+    let service = Service::new(
+        core_in(dir.path()),
+        Voice::silent(),
+        None,
+        None,
+        Box::new(|| 0),
+    );
+    assert!(!service.request_board_calibration(), "no camera yet");
+    let scene = scene().build(Chess::default().board(), 3).unwrap();
+    let (camera, options, world) = (scene.camera.clone(), scene.options, scene.world.clone());
+    let mut once = true;
+    let open: OpenSource = Box::new(move || {
+        if !std::mem::take(&mut once) {
+            return Err(CameraError::Open("opened twice".into()));
+        }
+        let w = world.clone();
+        let cam = SimCamera::new(camera.clone(), options, 30.0, move |i| {
+            (i < 90).then(|| w.clone())
+        })?;
+        Ok(Box::new(cam) as Box<dyn FrameSource>)
+    });
+    let cal_dir = dir.path().join("calibration");
+    let mut updates = service.subscribe();
+    let svc = service.clone();
+    let task = spawn_camera(
+        service.clone(),
+        open,
+        CameraWatch::new(WatcherConfig::default()),
+        CameraTaskOptions {
+            calibration_dir: Some(cal_dir.clone()),
+            recorded: false,
+            retry_delay: Duration::from_millis(10),
+        },
+    );
+    let end = std::time::Instant::now() + Duration::from_secs(60);
+    while !svc.request_board_calibration() {
+        assert!(std::time::Instant::now() < end, "the camera never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    task.join().unwrap();
+    let mut messages = Vec::new();
+    while let Ok(st) = updates.try_recv() {
+        messages.push(st.message);
+    }
+    let said = messages
+        .iter()
+        .find(|m| m.starts_with("Board found again"))
+        .unwrap_or_else(|| panic!("{messages:?}"));
+    assert!(said.contains("board.yml"), "{said}");
+    let pose = chessbot::vision::calibrate::load_board_pose(&cal_dir).unwrap();
+    assert_eq!(pose.image_size, (480, 360));
 }

@@ -33,6 +33,9 @@ const HOLD_POLL: Duration = Duration::from_millis(100);
 /// How the loop runs.
 #[derive(Debug, Clone)]
 pub struct CameraTaskOptions {
+    /// Where a board calibration made from the page is saved (`board.yml`);
+    /// `None` keeps it for this run only.
+    pub calibration_dir: Option<std::path::PathBuf>,
     /// Recorded frames (a video or a folder): they wait while no game is
     /// running or it is paused, instead of running past unseen.
     pub recorded: bool,
@@ -107,6 +110,11 @@ fn run(
             let t_ms = base_ms + frame.timestamp.as_millis() as u64;
             last_ms = t_ms;
             watch.sync(&service.core());
+            if service.take_board_calibration() {
+                let text = recalibrate(&mut watch, &frame.image, opts.calibration_dir.as_deref());
+                let effects = service.core().notify(text);
+                service.apply(effects);
+            }
             let out = match watch.look(&frame.image, t_ms) {
                 Ok(out) => out,
                 Err(e) => {
@@ -127,6 +135,35 @@ fn run(
                 service.apply(effects);
             }
         }
+    }
+}
+
+/// Finds the board again and saves it; what to tell the person.
+fn recalibrate(watch: &mut CameraWatch, image: &RgbImage, dir: Option<&std::path::Path>) -> String {
+    let pose = match watch.recalibrate(image) {
+        Ok(p) => p,
+        Err(e) => {
+            return format!(
+                "Calibration failed: {e}. Make sure the whole board is in view, nothing covers it, and try again."
+            )
+        }
+    };
+    let found = format!("Board found again, White at the {}", pose.white_at);
+    let Some(dir) = dir else {
+        return format!("{found}.");
+    };
+    let path = dir.join("board.yml");
+    let saved = std::fs::create_dir_all(dir)
+        .map_err(|e| e.to_string())
+        .and_then(|_| {
+            crate::vision::calibrate::save_board_pose(&pose, &path).map_err(|e| e.to_string())
+        });
+    match saved {
+        Ok(()) => format!("{found}; saved to {}.", path.display()),
+        Err(e) => format!(
+            "{found}, but it could not be saved to {}: {e}.",
+            path.display()
+        ),
     }
 }
 

@@ -20,7 +20,9 @@ use crate::game::{fen_of, san_of, uci_of};
 use crate::recognition::{
     BoardWatcher, Disagreement, FrameUse, RecognitionError, TrackEvent, WatchOutput, WatcherConfig,
 };
+use crate::vision::calibrate::BoardPose;
 use crate::vision::image::RgbImage;
+use crate::vision::pipeline::{self, ReadOptions};
 
 /// The game as the watcher last saw it: its start and its moves.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,6 +95,30 @@ impl CameraWatch {
     /// Reads one frame (vision and the move tracker).
     pub fn look(&mut self, image: &RgbImage, t_ms: u64) -> Result<WatchOutput, RecognitionError> {
         self.watcher.push(image, t_ms)
+    }
+
+    /// Finds the board afresh on `image` (the scene still, any position on
+    /// it) and tracks it there from now on: the calibration step a person
+    /// re-runs from the page after moving the camera or the board. White's
+    /// side is kept when known (the game's orientation does not change when
+    /// the camera moves a little), else decided from the pieces.
+    pub fn recalibrate(
+        &mut self,
+        image: &RgbImage,
+    ) -> Result<BoardPose, crate::vision::VisionError> {
+        let opts = ReadOptions {
+            white_at: self.watcher.white_at(),
+            ..ReadOptions::default()
+        };
+        let read = pipeline::read_frame(image, &opts)?;
+        self.watcher
+            .set_location(read.location.clone(), read.orientation.white_at);
+        Ok(BoardPose {
+            grid_corners: read.location.corners,
+            image_size: (image.width, image.height),
+            white_at: read.orientation.white_at,
+            camera_from_board: None,
+        })
     }
 
     /// What the camera side shows the person for this frame.

@@ -118,6 +118,7 @@ pub fn router(service: Arc<Service>, access: Access) -> Router {
         .route("/api/pause", post(pause))
         .route("/api/resume", post(resume))
         .route("/api/estop", post(estop))
+        .route("/api/calibrate/board", post(calibrate_board))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn_with_state(state.clone(), check_access))
@@ -325,6 +326,16 @@ async fn pause(State(st): State<AppState>) -> Reply {
 async fn resume(State(st): State<AppState>) -> Reply {
     let e = st.service.core().resume();
     done(&st, Ok(e))
+}
+
+async fn calibrate_board(State(st): State<AppState>) -> Reply {
+    if !st.service.request_board_calibration() {
+        return Err(ApiError(
+            StatusCode::CONFLICT,
+            "no camera is watching the board: start the service with --camera (or --video/--images)".into(),
+        ));
+    }
+    Ok(axum::Json(st.service.status()))
 }
 
 async fn estop(State(st): State<AppState>) -> Reply {

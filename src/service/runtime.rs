@@ -48,6 +48,9 @@ pub struct Service {
     now: Box<dyn Fn() -> i64 + Send + Sync>,
     /// The latest camera picture for the page (JPEG), when a camera runs.
     camera_image: Mutex<Option<Arc<Vec<u8>>>>,
+    /// A person asked to find the board again (done by the camera loop on
+    /// its next frame).
+    board_calibration: std::sync::atomic::AtomicBool,
 }
 
 impl Service {
@@ -69,6 +72,7 @@ impl Service {
             stopper,
             now,
             camera_image: Mutex::new(None),
+            board_calibration: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -88,6 +92,23 @@ impl Service {
     /// Replaces the camera picture the page shows.
     pub fn set_camera_image(&self, jpeg: Vec<u8>) {
         *self.camera_image.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(jpeg));
+    }
+
+    /// Asks the camera loop to find the board again on its next frame.
+    /// Refused (false) when no camera is watching.
+    pub fn request_board_calibration(&self) -> bool {
+        if self.core().status().camera == super::core::CameraStatus::Absent {
+            return false;
+        }
+        self.board_calibration
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        true
+    }
+
+    /// Whether a board calibration was asked for (and clears the request).
+    pub fn take_board_calibration(&self) -> bool {
+        self.board_calibration
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The latest camera picture (JPEG), if any.
