@@ -624,10 +624,15 @@ pub fn bench_recognition(
                         s
                     }
                     TrackEvent::Resynced { moves, .. } => {
-                        for m in moves {
-                            pos.play_unchecked(*m);
-                        }
-                        format!("resynced {} moves", moves.len())
+                        let sans: Vec<String> = moves
+                            .iter()
+                            .map(|m| {
+                                let s = san_of(&pos, *m);
+                                pos.play_unchecked(*m);
+                                s
+                            })
+                            .collect();
+                        format!("resynced {} moves: {}", moves.len(), sans.join(" "))
                     }
                     TrackEvent::Unexplained { disagreeing, .. } => {
                         format!("unexplained: {}", describe_disagreements(disagreeing))
