@@ -265,7 +265,7 @@ fn bad_play_options_are_refused_with_a_reason() {
             "the ply must be",
         ),
         (vec!["play", "--sim", "--headless", "--speed=-3"], "--speed"),
-        (vec!["play", "--headless"], "only `chessbot play --sim`"),
+        (vec!["play", "--headless"], "`chessbot play` needs --sim"),
     ] {
         let out = Command::new(exe)
             .args(&args)

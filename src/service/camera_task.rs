@@ -20,7 +20,7 @@ pub type OpenSource = Box<dyn FnMut() -> Result<Box<dyn FrameSource>, CameraErro
 
 /// A fresh picture for the page at most this often (frame time): encoding
 /// costs ~5 ms a frame, and a person looking at the page needs no more.
-const OVERLAY_EVERY_MS: u64 = 500;
+pub const OVERLAY_EVERY_MS: u64 = 500;
 /// Longer side of the picture on the page: the page shows it at most
 /// ~640 px wide on a laptop.
 const OVERLAY_MAX_SIDE: usize = 640;
@@ -51,6 +51,7 @@ pub fn spawn_camera(
     watch: CameraWatch,
     opts: CameraTaskOptions,
 ) -> std::thread::JoinHandle<()> {
+    service.set_camera_loop();
     std::thread::spawn(move || run(service, open, watch, opts))
 }
 
@@ -200,7 +201,7 @@ fn hold_while_no_game(service: &Arc<Service>) {
 
 /// The frame with the grid and square states drawn over it (the raw
 /// frame, scaled, when no board was read), as JPEG.
-fn picture(image: &RgbImage, out: &WatchOutput) -> Result<Vec<u8>, crate::vision::VisionError> {
+pub fn picture(image: &RgbImage, out: &WatchOutput) -> Result<Vec<u8>, crate::vision::VisionError> {
     let drawn = match (&out.reading, out.usable()) {
         (Some(r), true) => overlay::draw(
             image,

@@ -332,7 +332,7 @@ async fn calibrate_board(State(st): State<AppState>) -> Reply {
     if !st.service.request_board_calibration() {
         return Err(ApiError(
             StatusCode::CONFLICT,
-            "no camera is watching the board: start the service with --camera (or --video/--images)".into(),
+            "no camera loop is watching the board: start `chessbot serve` with --camera (or --video/--images)".into(),
         ));
     }
     Ok(axum::Json(st.service.status()))

@@ -51,6 +51,8 @@ pub struct Service {
     /// A person asked to find the board again (done by the camera loop on
     /// its next frame).
     board_calibration: std::sync::atomic::AtomicBool,
+    /// A camera loop runs (it carries out board calibrations).
+    camera_loop: std::sync::atomic::AtomicBool,
 }
 
 impl Service {
@@ -73,6 +75,7 @@ impl Service {
             now,
             camera_image: Mutex::new(None),
             board_calibration: std::sync::atomic::AtomicBool::new(false),
+            camera_loop: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -97,12 +100,20 @@ impl Service {
     /// Asks the camera loop to find the board again on its next frame.
     /// Refused (false) when no camera is watching.
     pub fn request_board_calibration(&self) -> bool {
-        if self.core().status().camera == super::core::CameraStatus::Absent {
+        if !self.camera_loop.load(std::sync::atomic::Ordering::SeqCst)
+            || self.core().status().camera == super::core::CameraStatus::Absent
+        {
             return false;
         }
         self.board_calibration
             .store(true, std::sync::atomic::Ordering::SeqCst);
         true
+    }
+
+    /// A camera loop watches the board from now on.
+    pub fn set_camera_loop(&self) {
+        self.camera_loop
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Whether a board calibration was asked for (and clears the request).

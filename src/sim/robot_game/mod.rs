@@ -364,6 +364,12 @@ pub trait CoreHost: Send + Sync {
     /// Carries out what a command asked for (speech, the engine's turn,
     /// an arm stop); headless, the game loop does all of it itself.
     fn apply(&self, _effects: Vec<Effect>) {}
+    /// Whether someone looks at camera pictures (a web page).
+    fn wants_pictures(&self) -> bool {
+        false
+    }
+    /// The camera's latest picture with the grid drawn (JPEG).
+    fn camera_picture(&self, _jpeg: Vec<u8>) {}
 }
 
 /// The web service's arm asks the game loop (which owns the simulated
@@ -433,6 +439,12 @@ impl MovePlayer for SimArmPlayer {
 impl CoreHost for Arc<crate::service::runtime::Service> {
     fn lock(&self) -> MutexGuard<'_, Core> {
         self.core()
+    }
+    fn wants_pictures(&self) -> bool {
+        true
+    }
+    fn camera_picture(&self, jpeg: Vec<u8>) {
+        self.set_camera_image(jpeg);
     }
     fn publish(&self) {
         crate::service::runtime::Service::apply(self, Vec::new());
@@ -686,7 +698,7 @@ impl SimRobotGame {
             None => Box::new(TruthWatcher::new(start_pos, self.spec.tracker)),
             Some(v) => {
                 let world = self.phys.world().world.clone();
-                Box::new(VisionWatcher::new(
+                let w = VisionWatcher::new(
                     start_pos,
                     &world,
                     v.camera,
@@ -694,7 +706,12 @@ impl SimRobotGame {
                     v.height,
                     RenderOptions::clean(),
                     self.spec.tracker,
-                )?)
+                )?;
+                Box::new(if self.host.wants_pictures() {
+                    w.with_pictures()
+                } else {
+                    w
+                })
             }
         };
         let watcher = &mut *watcher;
@@ -1315,6 +1332,14 @@ impl SimRobotGame {
         let ev = watcher.push(&view);
         drop(aw);
         self.count_frames(watcher);
+        if let Some((status, jpeg)) = watcher.camera() {
+            if let Some(j) = jpeg {
+                self.host.camera_picture(j);
+            }
+            if self.core().set_camera(status) {
+                self.notify();
+            }
+        }
         ev
     }
 

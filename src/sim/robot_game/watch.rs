@@ -16,6 +16,9 @@ use crate::recognition::{
     BoardObs, BoardWatcher, Occupant, TrackEvent, Tracker, TrackerConfig, WatchOutput,
     WatcherConfig,
 };
+use crate::service::camera_task::{picture, OVERLAY_EVERY_MS};
+use crate::service::camera_watch::CameraWatch;
+use crate::service::core::CameraStatus;
 use crate::sim::world::World;
 use crate::sim::{Camera, CameraSpec, RenderOptions, Renderer};
 
@@ -41,6 +44,11 @@ pub trait MoveWatcher {
     /// Camera frames looked at, and how many of them vision could not read.
     fn frames(&self) -> (u64, u64) {
         (0, 0)
+    }
+    /// What the camera side showed last, and a new picture for the page
+    /// when one is due (a real camera side only).
+    fn camera(&mut self) -> Option<(CameraStatus, Option<Vec<u8>>)> {
+        None
     }
 }
 
@@ -109,6 +117,10 @@ pub fn shows(squares: &[Occupant; 64], board: &Board) -> bool {
 /// the simulated camera and read by vision through the [`BoardWatcher`].
 pub struct VisionWatcher {
     watcher: BoardWatcher,
+    /// Make pictures for a page (live view); off headless.
+    pictures: bool,
+    next_picture_ms: u64,
+    last: Option<(CameraStatus, Option<Vec<u8>>)>,
     renderer: Renderer,
     options: RenderOptions,
     /// Frames vision could not read (board not found, unusable, errors).
@@ -146,7 +158,16 @@ impl VisionWatcher {
             options,
             unread_frames: 0,
             frames: 0,
+            pictures: false,
+            next_picture_ms: 0,
+            last: None,
         })
+    }
+
+    /// Makes pictures with the grid drawn for a page watching the game.
+    pub fn with_pictures(mut self) -> VisionWatcher {
+        self.pictures = true;
+        self
     }
 
     fn look(&mut self, view: &View) -> Option<WatchOutput> {
@@ -159,11 +180,20 @@ impl VisionWatcher {
                 return None;
             }
         };
-        match self.watcher.push(&rgb_from_sim(frame.image), view.t_ms) {
+        let image = rgb_from_sim(frame.image);
+        match self.watcher.push(&image, view.t_ms) {
             Ok(out) => {
                 if !out.usable() {
                     self.unread_frames += 1;
                 }
+                let status = CameraWatch::status_of(&out);
+                let jpeg = (self.pictures && view.t_ms >= self.next_picture_ms)
+                    .then(|| {
+                        self.next_picture_ms = view.t_ms + OVERLAY_EVERY_MS;
+                        picture(&image, &out).ok()
+                    })
+                    .flatten();
+                self.last = Some((status, jpeg));
                 Some(out)
             }
             Err(e) => {
@@ -178,6 +208,10 @@ impl VisionWatcher {
 impl MoveWatcher for VisionWatcher {
     fn frames(&self) -> (u64, u64) {
         (self.frames, self.unread_frames)
+    }
+
+    fn camera(&mut self) -> Option<(CameraStatus, Option<Vec<u8>>)> {
+        self.last.take()
     }
 
     fn push(&mut self, view: &View) -> Option<TrackEvent> {
