@@ -210,13 +210,7 @@ pub fn picture(image: &RgbImage, out: &WatchOutput) -> Result<Vec<u8>, crate::vi
             r.orientation.white_at,
             OVERLAY_MAX_SIDE,
         )?,
-        _ => {
-            let scale = (OVERLAY_MAX_SIDE as f64 / image.width.max(image.height) as f64).min(1.0);
-            image.resized(
-                (image.width as f64 * scale).round() as usize,
-                (image.height as f64 * scale).round() as usize,
-            )
-        }
+        _ => image.fit_within(OVERLAY_MAX_SIDE).0,
     };
     io::encode_image(&drawn, ".jpg", OVERLAY_JPEG_QUALITY)
 }

@@ -62,16 +62,13 @@ impl CameraWatch {
 
     /// Brings the watcher in step with the game.
     pub fn sync(&mut self, core: &Core) {
-        let Some(now) = GameMark::of(core) else {
+        let (Some(now), Some(session)) = (GameMark::of(core), core.session()) else {
             return;
         };
         if self.mark.as_ref() == Some(&now) {
             return;
         }
-        let game = core
-            .session()
-            .map(|s| s.game().clone())
-            .expect("a mark exists only for a running game");
+        let game = session.game();
         let one_more = self.mark.as_ref().is_some_and(|old| {
             old.start == now.start
                 && now.moves.len() == old.moves.len() + 1

@@ -75,6 +75,20 @@ impl RgbImage {
     }
 
     /// Scaled copy (area average when shrinking, nearest when growing).
+    /// A copy scaled down so its longer side is at most `max_side` (never
+    /// up), and the scale used.
+    pub fn fit_within(&self, max_side: usize) -> (RgbImage, f64) {
+        let scale = (max_side as f64 / self.width.max(self.height) as f64).min(1.0);
+        if scale >= 1.0 {
+            return (self.clone(), 1.0);
+        }
+        let img = self.resized(
+            (self.width as f64 * scale).round() as usize,
+            (self.height as f64 * scale).round() as usize,
+        );
+        (img, scale)
+    }
+
     pub fn resized(&self, width: usize, height: usize) -> RgbImage {
         let mut out = RgbImage::new(width.max(1), height.max(1));
         let sx = self.width as f64 / out.width as f64;
@@ -189,6 +203,15 @@ mod tests {
         assert_eq!(s, [50.0, 100.0, 25.0]);
         assert!(img.sample(-0.1, 0.0).is_none());
         assert!(img.sample(1.5, 0.0).is_none());
+    }
+
+    #[test]
+    fn fit_within_scales_the_longer_side_down_never_up() {
+        let img = RgbImage::new(1280, 720);
+        let (small, scale) = img.fit_within(640);
+        assert_eq!((small.width, small.height, scale), (640, 360, 0.5));
+        let (same, scale) = img.fit_within(2000);
+        assert_eq!((same.width, same.height, scale), (1280, 720, 1.0));
     }
 
     #[test]

@@ -19,15 +19,7 @@ pub fn draw(
     side: Side,
     max_side: usize,
 ) -> Result<RgbImage, VisionError> {
-    let scale = (max_side as f64 / img.width.max(img.height) as f64).min(1.0);
-    let small = if scale < 1.0 {
-        img.resized(
-            (img.width as f64 * scale).round() as usize,
-            (img.height as f64 * scale).round() as usize,
-        )
-    } else {
-        img.clone()
-    };
+    let (small, scale) = img.fit_within(max_side);
     let mut mat: Mat = io::bgr_mat_from_rgb(&small)?;
     let to_px = |g: [f64; 2]| -> Option<Point> {
         let p = loc.to_image(g)?;
