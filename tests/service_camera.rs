@@ -9,17 +9,17 @@ use std::time::Duration;
 
 use chessbot::camera::sim::SimCamera;
 use chessbot::camera::{CameraError, Frame, FrameSource};
-use chessbot::config::GameConfig;
 use chessbot::game::{parse_move, san_of};
 use chessbot::recognition::WatcherConfig;
 use chessbot::service::camera_task::{spawn_camera, CameraTaskOptions, OpenSource};
 use chessbot::service::camera_watch::CameraWatch;
 use chessbot::service::core::{CameraStatus, ColorName, Core, Effect, Mode, NewGameRequest};
-use chessbot::service::runtime::Service;
-use chessbot::service::voice::Voice;
 use chessbot::sim::opponent::{OpponentStyle, ScriptTruth, ScriptedGame};
 use chessbot::sim::{Realism, SceneSpec, World};
 use chessbot::vision::image::RgbImage;
+
+mod common;
+use common::{messages, quiet_service};
 use shakmaty::{Chess, Move, Position};
 
 /// Settled frames after the script's last move: the tracker needs a few
@@ -84,15 +84,7 @@ fn script(
 }
 
 fn core_in(dir: &std::path::Path) -> Core {
-    Core::new(
-        GameConfig {
-            games_dir: dir.join("games"),
-            journal_dir: dir.join("journal"),
-            ..GameConfig::default()
-        },
-        false,
-    )
-    .unwrap()
+    common::core_in(dir, false)
 }
 
 fn new_game(mode: Mode) -> NewGameRequest {
@@ -116,13 +108,7 @@ fn record_mode_takes_both_sides_moves_from_the_camera_thread() {
     let moves = moves_from(&Chess::default(), "e4 e5 Nf3 Nc6 Bb5");
     let (frames, scene) = script(&moves, calm());
     let worlds: Vec<World> = frames.into_iter().map(|(w, _)| w).collect();
-    let service = Service::new(
-        core_in(dir.path()),
-        Voice::silent(),
-        None,
-        None,
-        Box::new(|| 0),
-    );
+    let service = quiet_service(core_in(dir.path()));
     let mut worlds = Some(worlds);
     let (camera, options) = (scene.camera.clone(), scene.options);
     let open: OpenSource = Box::new(move || {
@@ -278,13 +264,7 @@ impl FrameSource for Flaky {
 #[test]
 fn a_lost_camera_is_said_reopened_and_its_return_said() {
     let dir = tempfile::tempdir().unwrap();
-    let service = Service::new(
-        core_in(dir.path()),
-        Voice::silent(),
-        None,
-        None,
-        Box::new(|| 0),
-    );
+    let service = quiet_service(core_in(dir.path()));
     let effects = service.core().new_game(new_game(Mode::Record), 0).unwrap();
     service.apply(effects);
     let opened = Arc::new(Mutex::new(0));
@@ -332,10 +312,7 @@ fn a_lost_camera_is_said_reopened_and_its_return_said() {
         "{seen:?}"
     );
     assert!(seen[2].contains("no camera at index 0"), "{seen:?}");
-    let mut messages = Vec::new();
-    while let Ok(st) = updates.try_recv() {
-        messages.push(st.message);
-    }
+    let messages = messages(&mut updates);
     assert!(
         messages
             .iter()
@@ -357,13 +334,7 @@ fn a_lost_camera_is_said_reopened_and_its_return_said() {
 #[test]
 fn a_board_calibration_asked_for_is_made_on_the_next_frame_and_saved() {
     let dir = tempfile::tempdir().unwrap();
-    let service = Service::new(
-        core_in(dir.path()),
-        Voice::silent(),
-        None,
-        None,
-        Box::new(|| 0),
-    );
+    let service = quiet_service(core_in(dir.path()));
     assert!(!service.request_board_calibration(), "no camera yet");
     let scene = scene().build(Chess::default().board(), 3).unwrap();
     let (camera, options, world) = (scene.camera.clone(), scene.options, scene.world.clone());
@@ -397,10 +368,7 @@ fn a_board_calibration_asked_for_is_made_on_the_next_frame_and_saved() {
         std::thread::sleep(Duration::from_millis(10));
     }
     task.join().unwrap();
-    let mut messages = Vec::new();
-    while let Ok(st) = updates.try_recv() {
-        messages.push(st.message);
-    }
+    let messages = messages(&mut updates);
     let said = messages
         .iter()
         .find(|m| m.starts_with("Board found again"))

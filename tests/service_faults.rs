@@ -11,26 +11,14 @@ use std::time::{Duration, Instant};
 use chessbot::arm::bus::{BusTiming, FeetechBus};
 use chessbot::arm::clock::{Clock, ManualClock, PacedClock};
 use chessbot::arm::setup::ArmSetup;
-use chessbot::config::GameConfig;
-use chessbot::game::Game;
 use chessbot::service::arm_player::ArmPlayer;
-use chessbot::service::core::{ArmStatus, ColorName, Core, Mode, NewGameRequest, Opponent, Status};
-use chessbot::service::runtime::{MoveChooser, Service};
+use chessbot::service::core::{ArmStatus, ColorName, Mode, NewGameRequest, Opponent, Status};
+use chessbot::service::runtime::Service;
 use chessbot::service::voice::Voice;
 use chessbot::sim::bus::{SimBus, SimFault, SimPort};
-use shakmaty::Move;
 
-/// Test double: the first legal move in shakmaty's order.
-struct FirstMove;
-impl MoveChooser for FirstMove {
-    fn choose(&mut self, game: &Game, _level: u8) -> Result<(Move, Option<i32>), String> {
-        game.legal_moves()
-            .first()
-            .copied()
-            .map(|m| (m, Some(0)))
-            .ok_or("no moves".into())
-    }
-}
+mod common;
+use common::{core_in, messages, FirstMove};
 
 /// Virtual time runs this much faster than real time: a 10 s arm move
 /// takes 10 ms of waiting (the bus's own serial I/O is real time).
@@ -44,15 +32,7 @@ fn rig(dir: &std::path::Path) -> (Arc<Service>, Arc<std::sync::Mutex<SimBus>>) {
     let bus = sim.shared();
     let player = ArmPlayer::new(setup, FeetechBus::new(pty, BusTiming::default()), clock)
         .keeping(Box::new(sim));
-    let core = Core::new(
-        GameConfig {
-            games_dir: dir.join("games"),
-            journal_dir: dir.join("journal"),
-            ..GameConfig::default()
-        },
-        true,
-    )
-    .unwrap();
+    let core = core_in(dir, true);
     let service = Service::new(
         core,
         Voice::silent(),
@@ -161,15 +141,7 @@ fn an_external_engine_that_crashes_is_replaced_and_the_person_told() {
         ..EngineConfig::default()
     };
     let chooser = EngineChooser::from_config(&cfg, Duration::from_millis(100)).unwrap();
-    let core = Core::new(
-        GameConfig {
-            games_dir: dir.path().join("games"),
-            journal_dir: dir.path().join("journal"),
-            ..GameConfig::default()
-        },
-        false,
-    )
-    .unwrap();
+    let core = core_in(dir.path(), false);
     let service = Service::new(
         core,
         Voice::silent(),
@@ -193,10 +165,7 @@ fn an_external_engine_that_crashes_is_replaced_and_the_person_told() {
     service.apply(e);
     let st = wait_for(&service, "the reply", |s| s.moves.len() == 2);
     assert!(!st.paused, "{}", st.message);
-    let mut said = Vec::new();
-    while let Ok(s) = updates.try_recv() {
-        said.push(s.message);
-    }
+    let said = messages(&mut updates);
     assert!(
         said.iter()
             .any(|m| m.contains("failed and was restarted or replaced")),

@@ -7,27 +7,17 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use chessbot::config::GameConfig;
-use chessbot::game::Game;
 use chessbot::service::core::Core;
 use chessbot::service::http::{router, Access};
-use chessbot::service::runtime::{MoveChooser, MovePlayer, Service};
+use chessbot::service::runtime::{MovePlayer, Service};
 use chessbot::service::voice::Voice;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use shakmaty::{Chess, Move};
 use tower::ServiceExt;
 
-/// Test double: plays the first legal move in the order shakmaty generates.
-struct FirstMove;
-impl MoveChooser for FirstMove {
-    fn choose(&mut self, game: &Game, _level: u8) -> Result<(Move, Option<i32>), String> {
-        game.legal_moves()
-            .first()
-            .copied()
-            .map(|m| (m, Some(0)))
-            .ok_or("no moves".into())
-    }
-}
+mod common;
+use common::FirstMove;
 
 /// Test double: records the moves the arm was asked to play.
 struct Recorder(Arc<Mutex<Vec<String>>>);
