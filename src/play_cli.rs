@@ -96,6 +96,16 @@ pub fn run(mut config: Config, args: PlayArgs) -> anyhow::Result<ExitCode> {
     spec.level = args.level;
     spec.person_level = args.person_level;
     spec.faults = parse_faults(&args.faults)?;
+    if !args.headless
+        && spec
+            .faults
+            .iter()
+            .any(|f| f.kind == chessbot::sim::robot_game::FaultKind::EngineCrash)
+    {
+        anyhow::bail!(
+            "--faults engine-crash needs --headless: in the live view the web service's own engine chooses the robot's moves"
+        );
+    }
     if args.vision {
         spec.vision = Some(VisionSpec {
             camera: args

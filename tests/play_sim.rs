@@ -265,6 +265,10 @@ fn bad_play_options_are_refused_with_a_reason() {
             "the ply must be",
         ),
         (vec!["play", "--sim", "--headless", "--speed=-3"], "--speed"),
+        (
+            vec!["play", "--sim", "--faults", "engine-crash@2"],
+            "engine-crash needs --headless",
+        ),
         (vec!["play", "--headless"], "`chessbot play` needs --sim"),
     ] {
         let out = Command::new(exe)
