@@ -12,16 +12,8 @@ use chessbot::sim::opponent::OpponentStyle;
 use chessbot::sim::{Realism, SceneSpec};
 use shakmaty::{Chess, Color, Move, Position};
 
-fn moves_from(start: &Chess, text: &str) -> Vec<Move> {
-    let mut p = start.clone();
-    text.split_whitespace()
-        .map(|m| {
-            let mv = parse_move(&p, m).unwrap_or_else(|e| panic!("{m}: {e}"));
-            p.play_unchecked(mv);
-            mv
-        })
-        .collect()
-}
+mod common;
+use common::moves_from;
 
 fn scene(board: &str, camera: &str) -> SceneSpec {
     SceneSpec {

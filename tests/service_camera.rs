@@ -19,23 +19,12 @@ use chessbot::sim::{Realism, SceneSpec, World};
 use chessbot::vision::image::RgbImage;
 
 mod common;
-use common::{messages, quiet_service};
+use common::{messages, moves_from, quiet_service};
 use shakmaty::{Chess, Move, Position};
 
 /// Settled frames after the script's last move: the tracker needs a few
 /// agreeing settled reads (~0.3 s) before it commits.
 const TAIL_FRAMES: usize = 45;
-
-fn moves_from(start: &Chess, text: &str) -> Vec<Move> {
-    let mut p = start.clone();
-    text.split_whitespace()
-        .map(|m| {
-            let mv = parse_move(&p, m).unwrap_or_else(|e| panic!("{m}: {e}"));
-            p.play_unchecked(mv);
-            mv
-        })
-        .collect()
-}
 
 fn sans(start: &Chess, moves: &[Move]) -> Vec<String> {
     let mut p = start.clone();

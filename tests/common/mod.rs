@@ -1,4 +1,4 @@
-//! Test doubles and helpers shared by the service tests.
+//! Test doubles and helpers shared by the service and recognition tests.
 #![allow(dead_code)] // each test file uses a part
 
 use std::sync::Arc;
@@ -20,6 +20,19 @@ impl MoveChooser for FirstMove {
             .map(|m| (m, Some(0)))
             .ok_or("no moves".into())
     }
+}
+
+/// Moves in SAN or UCI played one after another from `start`.
+pub fn moves_from(start: &shakmaty::Chess, text: &str) -> Vec<Move> {
+    use shakmaty::Position;
+    let mut p = start.clone();
+    text.split_whitespace()
+        .map(|m| {
+            let mv = chessbot::game::parse_move(&p, m).unwrap_or_else(|e| panic!("{m}: {e}"));
+            p.play_unchecked(mv);
+            mv
+        })
+        .collect()
 }
 
 /// A core with its games and journal under `dir`.
