@@ -10,7 +10,7 @@ use clap::Subcommand;
 
 use chessbot::arm::audit;
 use chessbot::arm::bench as arm_bench;
-use chessbot::arm::bus::{open_serial, BusPort, BusTiming, FeetechBus};
+use chessbot::arm::bus::{open_serial, BusPort, FeetechBus};
 use chessbot::arm::calibrate;
 use chessbot::arm::calibration::Calibration;
 use chessbot::arm::clock::{Clock, SystemClock};
@@ -147,11 +147,7 @@ pub fn run(config: &Config, cmd: ArmCommand) -> anyhow::Result<ExitCode> {
             graveyard_used,
         } => {
             let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-            let timing = BusTiming {
-                baud: config.arm.baud,
-                retries: config.arm.retries,
-                ..BusTiming::default()
-            };
+            let timing = config.arm.bus_timing();
             let mut slots = SlotState {
                 graveyard_used,
                 ..SlotState::default()
@@ -335,11 +331,7 @@ fn open_bus(
     port: Option<String>,
 ) -> anyhow::Result<FeetechBus<Box<dyn serialport::SerialPort>>> {
     let path = port.unwrap_or_else(|| config.arm.port.clone());
-    let timing = BusTiming {
-        baud: config.arm.baud,
-        retries: config.arm.retries,
-        ..BusTiming::default()
-    };
+    let timing = config.arm.bus_timing();
     Ok(FeetechBus::new(
         open_serial(&path, config.arm.baud)?,
         timing,

@@ -166,7 +166,7 @@ impl ServeArm {
         &self,
         config: &chessbot::config::Config,
     ) -> anyhow::Result<Option<Box<dyn chessbot::service::runtime::MovePlayer>>> {
-        use chessbot::arm::bus::{open_serial, BusTiming, FeetechBus};
+        use chessbot::arm::bus::{open_serial, FeetechBus};
         use chessbot::arm::clock::{Clock, ManualClock, PacedClock, SystemClock};
         use chessbot::arm::setup::ArmSetup;
         use chessbot::service::arm_player::ArmPlayer;
@@ -178,11 +178,7 @@ impl ServeArm {
             ServeArm::Sim(speed) => Some(speed),
         };
         let setup = ArmSetup::load(&config.arm).context("cannot set up the arm")?;
-        let timing = BusTiming {
-            baud: config.arm.baud,
-            retries: config.arm.retries,
-            ..BusTiming::default()
-        };
+        let timing = config.arm.bus_timing();
         Ok(Some(match speed {
             None => {
                 let serial = open_serial(&config.arm.port, config.arm.baud)?;

@@ -257,6 +257,16 @@ impl SlotGrid {
 }
 
 impl ArmConfig {
+    /// Bus timing for this arm's port: its baud rate and retries, LeRobot's
+    /// reply margin.
+    pub fn bus_timing(&self) -> super::bus::BusTiming {
+        super::bus::BusTiming {
+            baud: self.baud,
+            retries: self.retries,
+            ..super::bus::BusTiming::default()
+        }
+    }
+
     /// The model file to load, or `None` for the built-in SO-101.
     pub fn model_file(&self) -> Option<&Path> {
         if self.model == Path::new(SHIPPED_MODEL_PATH) && !self.model.exists() {

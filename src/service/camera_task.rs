@@ -105,7 +105,7 @@ fn run(
             };
             if was_lost {
                 was_lost = false;
-                let effects = service.core().notify("The camera is back.".into());
+                let effects = service.core().camera_back();
                 service.apply(effects);
             }
             let t_ms = base_ms + frame.timestamp.as_millis() as u64;
@@ -171,16 +171,7 @@ fn recalibrate(watch: &mut CameraWatch, image: &RgbImage, dir: Option<&std::path
 /// The camera failed: say so once, show it, keep the game as it is.
 fn lost(service: &Arc<Service>, detail: String) {
     tracing::warn!("camera: {detail}");
-    let (changed, effects) = {
-        let mut core = service.core();
-        let changed = core.set_camera(CameraStatus::Lost {
-            detail: detail.clone(),
-        });
-        let effects = core.notify(format!(
-            "I cannot see the board: {detail}. Trying again; the game is saved."
-        ));
-        (changed, effects)
-    };
+    let (changed, effects) = service.core().camera_lost(detail);
     if changed || !effects.is_empty() {
         service.apply(effects);
     }

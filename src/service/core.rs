@@ -346,6 +346,29 @@ impl Core {
         changed
     }
 
+    /// What the camera side is doing.
+    pub fn camera(&self) -> &CameraStatus {
+        &self.camera
+    }
+
+    /// The camera delivers no frames: shown, and said once. Returns whether
+    /// the status shown changed, and what to say.
+    pub fn camera_lost(&mut self, detail: String) -> (bool, Vec<Effect>) {
+        let changed = self.set_camera(CameraStatus::Lost {
+            detail: detail.clone(),
+        });
+        let effects = self.notify(format!(
+            "I cannot see the board: {detail}. Trying again; the game is saved."
+        ));
+        (changed, effects)
+    }
+
+    /// Frames come again after the camera was lost.
+    pub fn camera_back(&mut self) -> Vec<Effect> {
+        self.set_camera(CameraStatus::Watching);
+        self.notify("The camera is back.".into())
+    }
+
     /// Something the person must be told (the board does not match, a
     /// move seen was refused, the engine was replaced). Said once:
     /// repeating the message that is already showing says nothing again.

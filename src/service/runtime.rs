@@ -101,7 +101,7 @@ impl Service {
     /// Refused (false) when no camera is watching.
     pub fn request_board_calibration(&self) -> bool {
         if !self.camera_loop.load(std::sync::atomic::Ordering::SeqCst)
-            || self.core().status().camera == super::core::CameraStatus::Absent
+            || *self.core().camera() == super::core::CameraStatus::Absent
         {
             return false;
         }

@@ -44,7 +44,7 @@ use crate::engine::strength::search_at_level;
 use crate::engine::{Limits, Searcher};
 use crate::game::{uci_of, Game};
 use crate::recognition::{TrackEvent, TrackerConfig};
-use crate::service::core::{ArmStatus, CameraStatus, Effect};
+use crate::service::core::{ArmStatus, Effect};
 use crate::service::core::{ColorName, Core, Mode, NewGameRequest};
 use crate::service::runtime::{MoveChooser, MovePlayer};
 use crate::sim::bus::{SimBus, SimFault, SimPort};
@@ -1189,20 +1189,12 @@ impl SimRobotGame {
 
     /// The camera is lost (`true`) or back: what the service shows and says.
     fn camera_lost(&mut self, lost: bool) {
-        let effects = {
-            let mut core = self.core();
-            if lost {
-                core.set_camera(CameraStatus::Lost {
-                    detail: "camera disconnected (simulated)".into(),
-                });
-                core.notify(
-                    "I cannot see the board: camera disconnected (simulated). Trying again; the game is saved."
-                        .into(),
-                )
-            } else {
-                core.set_camera(CameraStatus::Watching);
-                core.notify("The camera is back.".into())
-            }
+        let effects = if lost {
+            self.core()
+                .camera_lost("camera disconnected (simulated)".into())
+                .1
+        } else {
+            self.core().camera_back()
         };
         self.host.apply(effects);
         self.notify();
