@@ -65,18 +65,15 @@ impl FrameSourceArgs {
 
     /// The watcher's settings from the config and these options.
     pub fn watcher_config(&self, config: &Config) -> anyhow::Result<WatcherConfig> {
-        let mut wcfg = WatcherConfig {
-            white_at: parse_side(self.white_at.as_deref())?,
+        let (white_at, location) =
+            side_and_location(self.white_at.as_deref(), self.calibration.as_deref())?;
+        Ok(WatcherConfig {
+            white_at,
+            location,
             cover_fraction: config.vision.motion_threshold,
             settle_frames: config.vision.settle_frames,
             ..WatcherConfig::default()
-        };
-        if let Some(dir) = &self.calibration {
-            let pose = chessbot::vision::calibrate::load_board_pose(dir)?;
-            wcfg.white_at = wcfg.white_at.or(Some(pose.white_at));
-            wcfg.location = Some(pose.location()?);
-        }
-        Ok(wcfg)
+        })
     }
 }
 
@@ -125,6 +122,25 @@ pub struct RecognizeArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Where White sits (`--white-at`, else the calibration's) and the board's
+/// location from a calibration directory, if one is given.
+fn side_and_location(
+    white_at: Option<&str>,
+    calibration: Option<&Path>,
+) -> anyhow::Result<(
+    Option<Side>,
+    Option<chessbot::vision::locate::BoardLocation>,
+)> {
+    let side = parse_side(white_at)?;
+    match calibration {
+        Some(dir) => {
+            let pose = chessbot::vision::calibrate::load_board_pose(dir)?;
+            Ok((side.or(Some(pose.white_at)), Some(pose.location()?)))
+        }
+        None => Ok((side, None)),
+    }
 }
 
 fn parse_side(s: Option<&str>) -> anyhow::Result<Option<Side>> {
@@ -294,15 +310,9 @@ fn move_number(pos: &Chess) -> String {
 
 /// `chessbot recognize`.
 pub fn recognize(args: &RecognizeArgs) -> anyhow::Result<ExitCode> {
-    let mut opts = PhotoOptions {
-        white_at: parse_side(args.white_at.as_deref())?,
-        location: None,
-    };
-    if let Some(dir) = &args.calibration {
-        let pose = chessbot::vision::calibrate::load_board_pose(dir)?;
-        opts.white_at = opts.white_at.or(Some(pose.white_at));
-        opts.location = Some(pose.location()?);
-    }
+    let (white_at, location) =
+        side_and_location(args.white_at.as_deref(), args.calibration.as_deref())?;
+    let opts = PhotoOptions { white_at, location };
     if let Some(labels) = &args.labels {
         return recognize_labels(labels, &opts, args.json);
     }
