@@ -56,16 +56,7 @@ pub fn signature(img: &RgbImage, loc: &BoardLocation) -> Signature {
 
 /// Which cells differ between two signatures.
 pub fn differing_cells(a: &Signature, b: &Signature, fraction: f32) -> [bool; 64] {
-    let mut out = [false; 64];
-    for (i, o) in out.iter_mut().enumerate() {
-        let n = a.cells[i]
-            .iter()
-            .zip(&b.cells[i])
-            .filter(|(x, y)| (*x - *y).abs() > PIXEL_DIFF)
-            .count();
-        *o = n as f32 > fraction * (SIG * SIG) as f32;
-    }
-    out
+    differing_samples(a, b).map(|n| n as f32 > fraction * (SIG * SIG) as f32)
 }
 
 /// Two still frames of the same scene: a cell is *the same* when at most

@@ -157,8 +157,8 @@ impl Viewpoint {
 /// little off-centre (0.1, as people and the simulated opponent do).
 /// Generous on purpose: an occluder too many only costs evidence.
 const OCCLUSION_RADIUS: f64 = 0.35;
-/// The tallest piece, a king: 95 mm on 57 mm squares.
-const TALLEST_PIECE: f64 = 1.67;
+/// The tallest piece in square sides, a king: 95 mm on 57 mm squares.
+pub const TALLEST_PIECE: f64 = 1.67;
 
 /// For each grid cell (`c + 8 r`), the cells (bits in the same order)
 /// whose piece, up to a king's height, can hide part of its inner area
