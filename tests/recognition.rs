@@ -2,9 +2,7 @@
 //! tracker's timing rules, illegal moves, robot verification, lost track.
 
 use chessbot::game::{parse_move, position_from_fen, uci_of};
-use chessbot::recognition::scoring::{
-    resync, score, BoardObs, Look, Occupant, SinceReference, SquareObs, Verdict,
-};
+use chessbot::recognition::scoring::{resync, score, BoardObs, Occupant, SquareObs, Verdict};
 use chessbot::recognition::tracker::{TrackEvent, Tracker, TrackerConfig};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -108,62 +106,6 @@ fn nothing_changed_and_unexplained() {
         }
         v => panic!("{v:?}"),
     }
-}
-
-/// Marks every square of `obs` whose occupant is the same in `before` and
-/// `now` as looking as it did in a reference frame showing `before`.
-fn with_reference(mut obs: BoardObs, before: &Chess, now: &Chess) -> BoardObs {
-    for sq in Square::ALL {
-        let (b, n) = (
-            Occupant::of(before.board(), sq),
-            Occupant::of(now.board(), sq),
-        );
-        if b == n {
-            obs.0[sq as usize].since_reference = Some(SinceReference {
-                was: b,
-                look: Look::Same,
-            });
-        }
-    }
-    obs
-}
-
-#[test]
-fn a_square_misread_the_same_way_as_before_does_not_freeze_the_game() {
-    // After 1. e4 e5 the black pawn on e5 is invisible to the classifier
-    // (a dark piece on a dark square), confidently.
-    let pos = after(&Chess::default(), "e4 e5");
-    let next = after(&pos, "Nf3");
-    let mut obs = obs_of(&next);
-    obs.set(Square::E5, SquareObs::certain(Occupant::Empty));
-    assert!(
-        matches!(score(&pos, &obs).verdict, Verdict::Unexplained { .. }),
-        "without a reference the missing pawn makes every move unexplained"
-    );
-    // e5's pixels are as in the frame that confirmed 1... e5: Nf3 is seen.
-    let obs = with_reference(obs, &pos, &next);
-    assert_eq!(verdict_move(&pos, &obs), "g1f3");
-}
-
-#[test]
-fn a_move_to_a_square_that_did_not_change_is_not_taken() {
-    // The classifier reads d4 occupied and e4 empty, both wrongly, but e4's
-    // pixels changed and d4's did not: d4 cannot have received the pawn.
-    let pos = Chess::default();
-    let truth = after(&pos, "e4");
-    let mut obs = obs_of(&truth);
-    obs.set(Square::E4, SquareObs::new(0.6, 0.3, 0.1));
-    obs.set(Square::D4, SquareObs::new(0.1, 0.85, 0.05));
-    obs.set(Square::D2, SquareObs::new(0.5, 0.5, 0.0));
-    let obs = with_reference(obs, &pos, &truth);
-    let s = score(&pos, &obs);
-    let d4 = s
-        .hypotheses
-        .iter()
-        .find(|h| h.mv.map(uci_of).as_deref() == Some("d2d4"))
-        .unwrap();
-    assert!(d4.posterior < 1e-3, "d2d4 kept {}", d4.posterior);
-    assert_eq!(verdict_move(&pos, &obs), "e2e4");
 }
 
 /// Observations of a board with noise: each square gives its true state

@@ -60,7 +60,12 @@ pub fn obs_of_reading(read: &FrameReading) -> BoardObs {
     BoardObs(std::array::from_fn(|i| {
         let s = &read.reading.squares[i];
         let total = (s.p_empty + s.p_white + s.p_black).max(f32::EPSILON);
-        SquareObs::new(s.p_empty / total, s.p_white / total, s.p_black / total)
+        SquareObs {
+            p_empty: s.p_empty / total,
+            p_white: s.p_white / total,
+            p_black: s.p_black / total,
+            occluded: false,
+        }
     }))
 }
 
@@ -78,7 +83,12 @@ pub fn best_side(read: &FrameReading, board: &Board) -> Side {
         let obs = BoardObs(std::array::from_fn(|sq| {
             let (c, r) = side.cell_of_square(sq);
             let [pe, pw, pb] = cells[c + 8 * r];
-            SquareObs::new(pe, pw, pb)
+            SquareObs {
+                p_empty: pe,
+                p_white: pw,
+                p_black: pb,
+                occluded: false,
+            }
         }));
         obs.log_likelihood(board)
     };

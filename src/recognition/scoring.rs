@@ -26,18 +26,6 @@ pub const CONFIDENT_STATE: f32 = 0.9;
 /// several agreeing reads multiplies the margin.
 pub const DECIDE_POSTERIOR: f64 = 0.99;
 
-/// Probability that a square's occupant changed although its pixels did
-/// not: only a square hidden entirely behind a taller piece nearer the
-/// camera (before and after) looks the same with another occupant. Low
-/// views only, and there the classifier cannot see the square either.
-pub const HIDDEN_CHANGE_PROB: f64 = 0.01;
-
-/// Probability that a square's pixels changed clearly while neither its
-/// occupant nor any piece that can hide it did: a piece nudged on its
-/// square, a shadow. Weaker evidence than a confident misread (1e-3), so
-/// a nudge costs the right move less than a misread square would.
-pub const UNEXPLAINED_CHANGE_PROB: f64 = 0.05;
-
 /// What occupies a square, as vision reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum Occupant {
@@ -72,50 +60,17 @@ pub struct SquareObs {
     pub p_black: f32,
     /// Covered by a hand or the arm: says nothing about the square.
     pub occluded: bool,
-    /// How the square looks against a still frame taken when the believed
-    /// position was confirmed (none when there is no such frame, or the
-    /// difference is neither small nor large).
-    pub since_reference: Option<SinceReference>,
-}
-
-/// A fixed camera's evidence from comparing a square with the reference
-/// frame: what the square held then, and how it looks now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SinceReference {
-    pub was: Occupant,
-    pub look: Look,
-}
-
-/// How a square looks against the reference frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Look {
-    /// Same pixels, so the same occupant as then, whatever the classifier
-    /// makes of them: a piece arriving or leaving changes far more of a
-    /// square than sensor noise does.
-    Same,
-    /// Somewhat different: no evidence either way.
-    Unclear,
-    /// Clearly different pixels. Either the occupant changed, or a piece
-    /// on one of `occluders` (squares as bits, a1 = bit 0) that can hide
-    /// part of this square from the camera came or went.
-    Changed { occluders: u64 },
 }
 
 impl SquareObs {
-    /// Vision's probabilities, no square covered, no reference.
-    pub fn new(p_empty: f32, p_white: f32, p_black: f32) -> SquareObs {
-        SquareObs {
-            p_empty,
-            p_white,
-            p_black,
-            occluded: false,
-            since_reference: None,
-        }
-    }
-
     /// A certain observation of a state (tests, ground truth).
     pub fn certain(o: Occupant) -> SquareObs {
-        let mut s = SquareObs::new(0.0, 0.0, 0.0);
+        let mut s = SquareObs {
+            p_empty: 0.0,
+            p_white: 0.0,
+            p_black: 0.0,
+            occluded: false,
+        };
         match o {
             Occupant::Empty => s.p_empty = 1.0,
             Occupant::White => s.p_white = 1.0,
@@ -130,7 +85,6 @@ impl SquareObs {
             p_white: 1.0 / 3.0,
             p_black: 1.0 / 3.0,
             occluded: true,
-            since_reference: None,
         }
     }
 
@@ -179,49 +133,15 @@ impl BoardObs {
     }
 
     /// Log-likelihood of the occupancy of `board` under these observations.
-    /// A square that looks as it did in the reference frame is certain to
-    /// hold what it held then (whatever the classifier says of it); a
-    /// board that changes such a square pays [`HIDDEN_CHANGE_PROB`] on top
-    /// of the classifier's word. A square that looks clearly different
-    /// while `board` changes neither it nor anything that can hide it pays
-    /// [`UNEXPLAINED_CHANGE_PROB`].
     pub fn log_likelihood(&self, board: &Board) -> f64 {
         Square::ALL
             .iter()
             .filter(|sq| !self.get(**sq).occluded)
             .map(|&sq| {
-                let obs = self.get(sq);
-                let expected = Occupant::of(board, sq);
-                let read = f64::from(obs.p(expected)).max(MIN_SQUARE_PROB).ln();
-                let Some(r) = obs.since_reference else {
-                    return read;
-                };
-                match r.look {
-                    Look::Same if r.was == expected => 0.0,
-                    Look::Same => read + HIDDEN_CHANGE_PROB.ln(),
-                    Look::Changed { occluders }
-                        if r.was == expected && !self.changes_any(board, occluders) =>
-                    {
-                        read + UNEXPLAINED_CHANGE_PROB.ln()
-                    }
-                    _ => read,
-                }
+                let p = f64::from(self.get(sq).p(Occupant::of(board, sq)));
+                p.max(MIN_SQUARE_PROB).ln()
             })
             .sum()
-    }
-
-    /// Whether `board` puts another occupant than the reference frame had
-    /// on any of `squares` (bits). Squares with no reference count as
-    /// changed (nothing is known against them).
-    fn changes_any(&self, board: &Board, squares: u64) -> bool {
-        Square::ALL
-            .iter()
-            .filter(|sq| squares & (1u64 << (**sq as u32)) != 0)
-            .any(|&sq| {
-                self.get(sq)
-                    .since_reference
-                    .is_none_or(|r| r.was != Occupant::of(board, sq))
-            })
     }
 
     /// Squares whose confident reading contradicts `board`, with what was
@@ -233,12 +153,7 @@ impl BoardObs {
                 let obs = self.get(sq);
                 let (seen, p) = obs.best();
                 let expected = Occupant::of(board, sq);
-                let as_before = obs.since_reference
-                    == Some(SinceReference {
-                        was: expected,
-                        look: Look::Same,
-                    });
-                (!obs.occluded && !as_before && p >= CONFIDENT_STATE && seen != expected).then_some(
+                (!obs.occluded && p >= CONFIDENT_STATE && seen != expected).then_some(
                     Disagreement {
                         square: sq,
                         expected,

@@ -14,7 +14,7 @@
 
 use shakmaty::{Chess, Move, Position, Square};
 
-use super::scoring::{BoardObs, Look, Occupant, SinceReference, SquareObs, Verdict};
+use super::scoring::{BoardObs, SquareObs};
 use super::tracker::{TrackEvent, Tracker, TrackerConfig};
 use super::RecognitionError;
 use crate::vision::image::RgbImage;
@@ -145,20 +145,6 @@ pub struct BoardWatcher {
     learnt: Option<shakmaty::Board>,
     /// A board found elsewhere than the tracked one, and since when.
     candidate: Option<(BoardLocation, u64)>,
-    /// The last still frame that showed the believed position.
-    reference: Option<Reference>,
-    /// Per grid cell, the cells whose pieces can hide part of it (bits),
-    /// for the tracked location.
-    occluders: Option<[u64; 64]>,
-}
-
-/// A still frame known to show a position: squares that still look the
-/// same hold the same occupant (see [`SquareObs::since_reference`]).
-#[derive(Debug, Clone)]
-struct Reference {
-    sig: motion::Signature,
-    /// Occupant of each square (a1 = 0) when the frame was taken.
-    occupants: [Occupant; 64],
 }
 
 /// What a frame's board location means for the tracked one.
@@ -183,8 +169,6 @@ impl BoardWatcher {
             model: cfg.model.clone(),
             learnt: None,
             candidate: None,
-            reference: None,
-            occluders: None,
             cfg,
         }
     }
@@ -196,8 +180,6 @@ impl BoardWatcher {
 
     /// Sets the position (new game, take-back, correction by a person).
     pub fn set_position(&mut self, pos: Chess) {
-        // The reference's occupants were the old belief, maybe the wrong one.
-        self.reference = None;
         self.tracker.set_position(pos);
     }
 
@@ -291,7 +273,7 @@ impl BoardWatcher {
             self.recent.pop_front();
         }
         self.recent.push_back(sig.clone());
-        let state = self.motion.update(sig.clone());
+        let state = self.motion.update(sig);
         let slow_motion = cells.iter().any(|c| *c);
         if slow_motion {
             self.moved_ms = Some(t_ms);
@@ -306,7 +288,7 @@ impl BoardWatcher {
                 occluded[side.square_of_cell(i % 8, i / 8)] = true;
             }
         }
-        let mut obs = board_obs(&read, &occluded);
+        let obs = board_obs(&read, &occluded);
         // Still for as long as the motion detector needs to call the
         // scene settled, counted from the last look-back motion too.
         let settle_ms = u64::from(self.cfg.settle_frames) * SETTLE_FRAME_MS;
@@ -314,34 +296,10 @@ impl BoardWatcher {
             || self
                 .moved_ms
                 .is_some_and(|m| t_ms.saturating_sub(m) < settle_ms);
-        if !busy {
-            if let Some(r) = &self.reference {
-                let occluders = *self
-                    .occluders
-                    .get_or_insert_with(|| crate::vision::viewpoint::occluders(loc));
-                mark_since_reference(&mut obs, r, &sig, &occluders, side);
-            }
-        }
         if !busy && self.cfg.self_calibrate {
             self.learn(image, &read, &obs);
         }
         let event = self.tracker.push(t_ms, &obs, busy);
-        if !busy && !obs.any_occluded() {
-            // Scored against the position after any move just committed:
-            // the frame that committed it becomes the reference for it.
-            let pos = self.tracker.position();
-            if matches!(
-                super::scoring::score(pos, &obs).verdict,
-                Verdict::NoChange { .. }
-            ) {
-                self.reference = Some(Reference {
-                    sig,
-                    occupants: std::array::from_fn(|i| {
-                        Occupant::of(pos.board(), Square::new(i as u32))
-                    }),
-                });
-            }
-        }
         let covered = Square::ALL
             .into_iter()
             .filter(|s| occluded[*s as usize])
@@ -433,44 +391,8 @@ impl BoardWatcher {
     fn set_location_inner(&mut self, location: BoardLocation) {
         self.location = Some(location);
         self.candidate = None;
-        // Signatures are sampled through the location: a new one starts afresh.
-        self.reference = None;
-        self.occluders = None;
         self.motion = MotionDetector::new(self.cfg.cover_fraction, self.cfg.settle_frames);
         self.recent.clear();
-    }
-}
-
-/// Marks each visible square with how it looks against the reference
-/// frame. `occluders` is in grid-cell order; `side` maps cells to squares.
-fn mark_since_reference(
-    obs: &mut BoardObs,
-    reference: &Reference,
-    sig: &motion::Signature,
-    occluders: &[u64; 64],
-    side: Side,
-) {
-    let square_of = |cell: usize| side.square_of_cell(cell % 8, cell / 8);
-    let differing = motion::differing_samples(&reference.sig, sig);
-    for (cell, &n) in differing.iter().enumerate() {
-        let sq = square_of(cell);
-        if obs.0[sq].occluded {
-            continue;
-        }
-        let look = if n <= motion::SAME_MAX_SAMPLES {
-            Look::Same
-        } else if n >= motion::CHANGED_MIN_SAMPLES {
-            let bits = (0..64)
-                .filter(|c| occluders[cell] & (1u64 << c) != 0)
-                .fold(0u64, |b, c| b | 1u64 << square_of(c));
-            Look::Changed { occluders: bits }
-        } else {
-            Look::Unclear
-        };
-        obs.0[sq].since_reference = Some(SinceReference {
-            was: reference.occupants[sq],
-            look,
-        });
     }
 }
 

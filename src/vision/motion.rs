@@ -56,28 +56,16 @@ pub fn signature(img: &RgbImage, loc: &BoardLocation) -> Signature {
 
 /// Which cells differ between two signatures.
 pub fn differing_cells(a: &Signature, b: &Signature, fraction: f32) -> [bool; 64] {
-    differing_samples(a, b).map(|n| n as f32 > fraction * (SIG * SIG) as f32)
-}
-
-/// Two still frames of the same scene: a cell is *the same* when at most
-/// this many of its 64 samples differ by more than [`PIXEL_DIFF`]. A pawn
-/// seen from straight above covers ~16 % of a cell (10 samples), any
-/// piece seen from an angle more, while two still frames differ in none
-/// (rendered) or a stray sample at a shadow edge (real webcam).
-pub const SAME_MAX_SAMPLES: usize = 2;
-/// ... and *clearly changed* when at least this many do: most of a pawn
-/// seen from above (10 samples).
-pub const CHANGED_MIN_SAMPLES: usize = 8;
-
-/// Per cell, how many samples differ by more than [`PIXEL_DIFF`].
-pub fn differing_samples(a: &Signature, b: &Signature) -> [usize; 64] {
-    std::array::from_fn(|i| {
-        a.cells[i]
+    let mut out = [false; 64];
+    for (i, o) in out.iter_mut().enumerate() {
+        let n = a.cells[i]
             .iter()
             .zip(&b.cells[i])
             .filter(|(x, y)| (*x - *y).abs() > PIXEL_DIFF)
-            .count()
-    })
+            .count();
+        *o = n as f32 > fraction * (SIG * SIG) as f32;
+    }
+    out
 }
 
 /// The detector's verdict on one frame (cells in grid order).

@@ -73,7 +73,7 @@ const OCCLUDER_RADIUS: f64 = 0.18;
 /// Staunton heights in square sides: pawn 0.88 ... king 1.67 (king = 95 mm
 /// on 57 mm squares); each occluder's height is measured between them.
 const PIECE_MIN_HEIGHT: f64 = 0.88;
-const PIECE_MAX_HEIGHT: f64 = viewpoint::TALLEST_PIECE;
+const PIECE_MAX_HEIGHT: f64 = 1.67;
 /// Height assumed when the search finds no end: a bishop's, the middle of a set.
 const PIECE_UNKNOWN_HEIGHT: f64 = 1.23;
 /// Step of the height search (a tenth of a square: finer than the

@@ -152,47 +152,6 @@ impl Viewpoint {
     }
 }
 
-/// Radius (square sides) of the cylinder a piece is taken to fill when
-/// asking which cells it may hide part of: a wide base (0.25) placed a
-/// little off-centre (0.1, as people and the simulated opponent do).
-/// Generous on purpose: an occluder too many only costs evidence.
-const OCCLUSION_RADIUS: f64 = 0.35;
-/// The tallest piece in square sides, a king: 95 mm on 57 mm squares.
-pub const TALLEST_PIECE: f64 = 1.67;
-
-/// For each grid cell (`c + 8 r`), the cells (bits in the same order)
-/// whose piece, up to a king's height, can hide part of its inner area
-/// from the camera. A cell's look can change without its occupant
-/// changing only when one of these changed. With no viewpoint every cell
-/// may be hidden by every other.
-pub fn occluders(loc: &BoardLocation) -> [u64; 64] {
-    let Some(view) = estimate(loc) else {
-        return [u64::MAX; 64];
-    };
-    /// Points per cell side checked (inner 80 %, as the motion signature).
-    const N: usize = 4;
-    std::array::from_fn(|x| {
-        let (cx, cy) = ((x % 8) as f64, (x / 8) as f64);
-        let points: Vec<[f64; 2]> = (0..N * N)
-            .map(|k| {
-                [
-                    cx + 0.1 + 0.8 * ((k % N) as f64 + 0.5) / N as f64,
-                    cy + 0.1 + 0.8 * ((k / N) as f64 + 0.5) / N as f64,
-                ]
-            })
-            .collect();
-        (0..64usize)
-            .filter(|&y| y != x)
-            .filter(|&y| {
-                let q = [(y % 8) as f64 + 0.5, (y / 8) as f64 + 0.5];
-                points
-                    .iter()
-                    .any(|p| view.hidden_by(*p, q, OCCLUSION_RADIUS, TALLEST_PIECE))
-            })
-            .fold(0u64, |bits, y| bits | 1 << y)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,23 +238,5 @@ mod tests {
         assert!(!v.hidden_by([4.0, 4.5], [4.0, 3.5], 0.3, 0.1));
         assert!(!v.hidden_by([4.0, 4.5], [4.0, 5.5], 0.3, 2.0));
         assert!(!v.hidden_by([4.0, 4.5], [5.0, 3.5], 0.3, 2.0));
-    }
-
-    #[test]
-    fn occluders_stand_between_a_cell_and_the_camera() {
-        let bit = |c: usize, r: usize| 1u64 << (c + 8 * r);
-        // Camera beyond the y = 8 edge, 9 squares up: nearer cells have larger y.
-        let loc = location_from_camera(Vector3::new(4.0, 14.0, 9.0), 900.0, (1280, 720));
-        let occ = occluders(&loc);
-        let cell = 4 + 8 * 3;
-        assert_ne!(occ[cell] & bit(4, 4), 0, "the cell in front hides it");
-        assert_eq!(occ[cell] & bit(4, 2), 0, "the cell behind does not");
-        assert_eq!(occ[cell] & bit(0, 3), 0, "nor one four files away");
-        // Straight overhead, high up: nothing leans far enough to hide a
-        // cell two squares away.
-        let loc = location_from_camera(Vector3::new(4.0, 4.01, 40.0), 900.0, (1280, 720));
-        let occ = occluders(&loc);
-        assert_eq!(occ[cell] & bit(4, 5), 0);
-        assert_eq!(occ[cell] & bit(6, 3), 0);
     }
 }
