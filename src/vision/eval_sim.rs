@@ -239,6 +239,10 @@ pub struct SquareErrors {
     pub phantom: usize,
     /// A piece read with the wrong colour.
     pub colour: usize,
+    /// Squares reported hidden behind nearer pieces (a guess, tempered).
+    pub hidden: usize,
+    /// Of those, read wrong (already counted above).
+    pub hidden_wrong: usize,
 }
 
 impl SquareErrors {
@@ -251,6 +255,8 @@ impl SquareErrors {
         self.missed += o.missed;
         self.phantom += o.phantom;
         self.colour += o.colour;
+        self.hidden += o.hidden;
+        self.hidden_wrong += o.hidden_wrong;
     }
 }
 
@@ -362,8 +368,11 @@ pub fn score_frame(read: &Result<FrameReading, VisionError>, truth: &FrameTruth)
         }
         let want = occupant_of(t.piece);
         let (c, r) = side.cell_of_square(i);
-        let got = fr.reading.squares[decided.square_of_cell(c, r)].state;
+        let read_sq = fr.reading.squares[decided.square_of_cell(c, r)];
+        let got = read_sq.state;
         errs.scored += 1;
+        errs.hidden += read_sq.hidden as usize;
+        errs.hidden_wrong += (read_sq.hidden && got != want) as usize;
         match (want, got) {
             (a, b) if a == b => {}
             (Occupant::Empty, _) => errs.phantom += 1,
@@ -473,11 +482,11 @@ impl Summary {
 /// The Markdown table by camera view (and a total row), then by board.
 pub fn report(results: &[FrameResult]) -> String {
     let mut s = String::new();
-    s.push_str("| camera view | frames | localized | not found | corner err mean (squares) | square errors | missed / phantom / colour | frames all right | orientation wrong |\n");
-    s.push_str("|---|---|---|---|---|---|---|---|---|\n");
+    s.push_str("| camera view | frames | localized | not found | corner err mean (squares) | square errors | missed / phantom / colour | hidden (wrong) | frames all right | orientation wrong |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
     let row = |name: &str, sm: &Summary| {
         format!(
-            "| {name} | {} | {:.1} % ({}/{}) | {} | {:.3} | {:.3} % ({}/{}) | {} / {} / {} | {}/{} | {}/{} |\n",
+            "| {name} | {} | {:.1} % ({}/{}) | {} | {:.3} | {:.3} % ({}/{}) | {} / {} / {} | {} ({}) | {}/{} | {}/{} |\n",
             sm.frames,
             100.0 * sm.localization_rate(),
             sm.localized,
@@ -490,6 +499,8 @@ pub fn report(results: &[FrameResult]) -> String {
             sm.squares.missed,
             sm.squares.phantom,
             sm.squares.colour,
+            sm.squares.hidden,
+            sm.squares.hidden_wrong,
             sm.frames_all_right,
             sm.localized,
             sm.orientation_wrong,

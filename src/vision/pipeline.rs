@@ -121,7 +121,8 @@ pub fn read_frame(img: &RgbImage, opts: &ReadOptions) -> Result<FrameReading, Vi
     };
     let light: Vec<bool> = cells.iter().map(|c| c.light).collect();
     let orientation = orientation::decide(&probs, &light, opts.white_at);
-    let reading = squares::reading_from_cells(&probs, orientation.white_at);
+    let mut reading = squares::reading_from_cells(&probs, orientation.white_at);
+    squares::mark_hidden(&mut reading, &cells, orientation.white_at);
     let idx = orientation.white_at.corner_indices();
     let corners = idx.map(|k| location.corners[k]);
     Ok(FrameReading {

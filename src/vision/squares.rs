@@ -96,6 +96,10 @@ pub const NF: usize = 6;
 pub struct CellFeatures {
     /// The square is a light one (from the rim colour and the lattice parity).
     pub light: bool,
+    /// Mostly hidden behind a nearer piece, with nothing that shows whether
+    /// a piece of its own stands there: the measurement is mostly the
+    /// occluder's, so the classifiers say little about this cell.
+    pub hidden: bool,
     /// `[deviating fraction, mean deviation, piece luma, centre-vs-rim,
     /// fraction deviating from own rim, luma of those]`.
     pub f: [f32; NF],
@@ -116,6 +120,9 @@ pub struct SquareState {
     pub p_empty: f32,
     pub p_white: f32,
     pub p_black: f32,
+    /// Mostly hidden behind a nearer piece: the probabilities are tempered
+    /// towards even, and this square's state is a guess.
+    pub hidden: bool,
 }
 
 /// The 64 squares (a1 = 0 ... h8 = 63) of one frame.
@@ -284,15 +291,16 @@ pub fn cell_features(
                     .collect();
                 let centre_left = visible.iter().filter(|s| s.centre).count();
                 let rim_left = visible.iter().filter(|s| s.rim).count();
-                if centre_left < MIN_VISIBLE_CENTRE
-                    && out[i].f[F_FRAC_LOCAL] > OCC_THRESHOLD
-                    && axis_shows_board(img, &view, centre_of(i), &near, &colours, even_light)
-                {
-                    // Hidden cell whose own axis, where it clears the
-                    // pieces in front, shows the board behind: no piece.
-                    out[i].f[F_FRAC] = 0.0;
-                    out[i].f[F_FRAC_LOCAL] = 0.0;
-                    out[i].f[F_LOCAL] = 0.0;
+                if centre_left < MIN_VISIBLE_CENTRE {
+                    if axis_shows_board(img, &view, centre_of(i), &near, &colours, even_light) {
+                        // Hidden cell whose own axis, where it clears the
+                        // pieces in front, shows the board behind: no piece.
+                        out[i].f[F_FRAC] = 0.0;
+                        out[i].f[F_FRAC_LOCAL] = 0.0;
+                        out[i].f[F_LOCAL] = 0.0;
+                    } else {
+                        out[i].hidden = true;
+                    }
                 }
                 if centre_left >= MIN_VISIBLE_CENTRE && rim_left >= MIN_VISIBLE_RIM {
                     // Masking removes a neighbour's pixels: it may lower the
@@ -301,6 +309,12 @@ pub fn cell_features(
                     let masked = features_of(&visible, is_light(i), &colours);
                     if masked.f[F_FRAC_LOCAL] < out[i].f[F_FRAC_LOCAL] {
                         out[i] = masked;
+                    } else {
+                        // The piece's colour is the colour of what the
+                        // pieces in front leave visible: a dark pawn
+                        // leaning over a light square's rim and centre
+                        // makes the light rest look like a white piece.
+                        out[i].f[F_LUMA_LOCAL] = masked.f[F_LUMA_LOCAL];
                     }
                 }
             }
@@ -487,6 +501,7 @@ fn features_of(samples: &[Sample], is_light: bool, colours: &BoardColours) -> Ce
     };
     CellFeatures {
         light: is_light,
+        hidden: false,
         f: [frac, mean_dev, piece_luma, local, frac_local, luma_local],
     }
 }
@@ -528,6 +543,23 @@ fn two_means(v: &[f32]) -> Option<(f32, f32)> {
     Some(((ma + mb) / 2.0, mb - ma))
 }
 
+/// Weight a hidden cell's own measurement keeps; the rest of its
+/// probability is spread evenly over the three states. On 200 rendered
+/// frames (`vision eval-sim`, seed 1) hidden cells were read right 21 times
+/// in 37 (57 %, against 97 % for all cells): little better than a guess.
+const HIDDEN_TRUST: f32 = 0.3;
+
+/// Tempers the probabilities of hidden cells towards even.
+fn temper_hidden(cells: &[CellFeatures], probs: &mut [[f32; 3]]) {
+    for (c, p) in cells.iter().zip(probs.iter_mut()) {
+        if c.hidden {
+            for v in p.iter_mut() {
+                *v = HIDDEN_TRUST * *v + (1.0 - HIDDEN_TRUST) / 3.0;
+            }
+        }
+    }
+}
+
 fn state_of(p_empty: f32, p_white: f32, p_black: f32) -> Occupant {
     if p_empty >= p_white && p_empty >= p_black {
         Occupant::Empty
@@ -545,6 +577,13 @@ fn state_of(p_empty: f32, p_white: f32, p_black: f32) -> Occupant {
 /// 2-means when the two groups are clearly apart (both colours present),
 /// else at half-way between the dark and light square.
 pub fn classify_uncalibrated(cells: &[CellFeatures]) -> Vec<[f32; 3]> {
+    let mut probs = uncalibrated_untempered(cells);
+    temper_hidden(cells, &mut probs);
+    probs
+}
+
+/// [`classify_uncalibrated`] before hidden cells are tempered.
+fn uncalibrated_untempered(cells: &[CellFeatures]) -> Vec<[f32; 3]> {
     let p_occ: Vec<f32> = cells
         .iter()
         .map(|c| logistic((c.f[F_FRAC_LOCAL] - OCC_THRESHOLD) / OCC_SOFTNESS))
@@ -592,7 +631,7 @@ impl CalibratedModel {
                 let members: Vec<&CellFeatures> = cells
                     .iter()
                     .zip(truth)
-                    .filter(|(c, t)| c.light == light && **t == occ)
+                    .filter(|(c, t)| c.light == light && !c.hidden && **t == occ)
                     .map(|(c, _)| c)
                     .collect();
                 if members.is_empty() {
@@ -624,8 +663,8 @@ impl CalibratedModel {
     /// Per-cell probabilities `[empty, white, black]`. Classes the reference
     /// did not show fall back to the uncalibrated rule for that cell.
     pub fn classify(&self, cells: &[CellFeatures]) -> Vec<[f32; 3]> {
-        let fallback = classify_uncalibrated(cells);
-        cells
+        let fallback = uncalibrated_untempered(cells);
+        let mut probs: Vec<[f32; 3]> = cells
             .iter()
             .zip(fallback)
             .map(|(c, fb)| {
@@ -656,7 +695,9 @@ impl CalibratedModel {
                     fb
                 }
             })
-            .collect()
+            .collect();
+        temper_hidden(cells, &mut probs);
+        probs
     }
 }
 
@@ -668,6 +709,7 @@ pub fn reading_from_cells(probs: &[[f32; 3]], side: Side) -> Reading {
             p_empty: 1.0,
             p_white: 0.0,
             p_black: 0.0,
+            hidden: false,
         };
         64
     ];
@@ -679,10 +721,22 @@ pub fn reading_from_cells(probs: &[[f32; 3]], side: Side) -> Reading {
                 p_empty: pe,
                 p_white: pw,
                 p_black: pb,
+                hidden: false,
             };
         }
     }
     Reading { squares }
+}
+
+/// Marks the squares whose cells are hidden behind nearer pieces.
+pub fn mark_hidden(reading: &mut Reading, cells: &[CellFeatures], side: Side) {
+    for r in 0..8 {
+        for c in 0..8 {
+            if let Some(cell) = cells.get(c + 8 * r) {
+                reading.squares[side.square_of_cell(c, r)].hidden = cell.hidden;
+            }
+        }
+    }
 }
 
 /// Cell-order occupants for a board position seen from `side`.
@@ -703,6 +757,7 @@ mod tests {
     fn cell(light: bool, frac: f32, pl: f32) -> CellFeatures {
         CellFeatures {
             light,
+            hidden: false,
             f: [frac, frac, pl, frac, frac, pl],
         }
     }
