@@ -6,7 +6,7 @@ use chessbot::recognition::scoring::{resync, score, BoardObs, Occupant, SquareOb
 use chessbot::recognition::tracker::{TrackEvent, Tracker, TrackerConfig};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
-use shakmaty::{Chess, Move, Position, Square};
+use shakmaty::{Bitboard, Chess, Move, Position, Square};
 
 fn after(pos: &Chess, moves: &str) -> Chess {
     let mut p = pos.clone();
@@ -106,6 +106,52 @@ fn nothing_changed_and_unexplained() {
         }
         v => panic!("{v:?}"),
     }
+}
+
+/// A phantom: `sq` looks occupied by White though the board has it empty,
+/// and only a piece on `from` can make it look so.
+fn phantom(obs: &mut BoardObs, sq: Square, from: Bitboard) {
+    obs.set(
+        sq,
+        SquareObs {
+            bleed_from: from,
+            ..SquareObs::certain(Occupant::White)
+        },
+    );
+}
+
+#[test]
+fn phantoms_in_a_piece_shadow_are_excused_and_nowhere_else() {
+    // 1. Nf3 seen from low behind White: the knight leans two squares
+    // back, over f5, which its geometry says f3 can shadow.
+    let pos = Chess::default();
+    let played = after(&pos, "Nf3");
+    let mut obs = obs_of(&played);
+    phantom(&mut obs, Square::F5, Square::F3.into());
+    assert_eq!(verdict_move(&pos, &obs), "g1f3");
+    // The same phantom where only c6 (empty) could shadow it is not
+    // excused, nor where nothing can.
+    for from in [Bitboard::from(Square::C6), Bitboard::EMPTY] {
+        let mut obs = obs_of(&played);
+        phantom(&mut obs, Square::F5, from);
+        assert!(
+            matches!(score(&pos, &obs).verdict, Verdict::Unexplained { .. }),
+            "{from:?}"
+        );
+    }
+    // Shadowed phantoms cost little: the move is still clearly ahead with
+    // four of them, and a fifth is too many to excuse.
+    let mut obs = obs_of(&played);
+    let shadowed = [Square::F5, Square::F6, Square::E5, Square::G5, Square::E6];
+    for sq in &shadowed[..4] {
+        phantom(&mut obs, *sq, Square::F3.into());
+    }
+    assert_eq!(verdict_move(&pos, &obs), "g1f3");
+    phantom(&mut obs, shadowed[4], Square::F3.into());
+    assert!(matches!(
+        score(&pos, &obs).verdict,
+        Verdict::Unexplained { .. }
+    ));
 }
 
 /// Observations of a board with noise: each square gives its true state

@@ -7,13 +7,25 @@
 //! is the sum over visible squares of the log-probability the vision gave
 //! to the predicted state. The posterior over hypotheses is their softmax.
 
-use shakmaty::{Board, Chess, Color, Move, Position, Role, Square};
+use shakmaty::{attacks, Bitboard, Board, Chess, Color, Move, Position, Role, Square};
 
 /// Lowest probability a single square may contribute, so that one
 /// confidently misread square costs a bounded amount (ln 1e-3 = -6.9)
 /// instead of vetoing the right move outright. A move that needs two such
 /// squares to be wrong still loses to one that needs none.
 pub const MIN_SQUARE_PROB: f64 = 1e-3;
+
+/// Least probability an empty square in the shadow of a piece (see
+/// [`SquareObs::bleed_from`]) gives to being empty, however occupied it
+/// looks: such a square reads occupied often enough at low views (rendered
+/// frames, low and side views: about one in ten) that seeing it occupied
+/// is weak evidence. ln 0.1 = -2.3 against -6.9 for an unshadowed square.
+pub const SHADOWED_EMPTY_PROB: f64 = 0.1;
+
+/// Whether a piece of `board` stands where it can bleed into the square.
+fn shadowed(obs: &SquareObs, board: &Board) -> bool {
+    (obs.bleed_from & board.occupied()).any()
+}
 
 /// A square's state is "confidently" read when its top class has at least
 /// this probability; below, it never counts as disagreeing (an uncertain
@@ -60,6 +72,10 @@ pub struct SquareObs {
     pub p_black: f32,
     /// Covered by a hand or the arm: says nothing about the square.
     pub occluded: bool,
+    /// Squares whose piece can make this square look occupied when it is
+    /// empty (a piece nearer the camera leaning into the view). Without a
+    /// camera pose: the eight neighbours ([`SquareObs::neighbours`]).
+    pub bleed_from: Bitboard,
 }
 
 impl SquareObs {
@@ -70,6 +86,7 @@ impl SquareObs {
             p_white: 0.0,
             p_black: 0.0,
             occluded: false,
+            bleed_from: Bitboard::EMPTY,
         };
         match o {
             Occupant::Empty => s.p_empty = 1.0,
@@ -85,7 +102,14 @@ impl SquareObs {
             p_white: 1.0 / 3.0,
             p_black: 1.0 / 3.0,
             occluded: true,
+            bleed_from: Bitboard::EMPTY,
         }
+    }
+
+    /// Where a piece can bleed into `sq` when the camera pose is unknown:
+    /// the eight squares around it.
+    pub fn neighbours(sq: Square) -> Bitboard {
+        attacks::king_attacks(sq)
     }
 
     pub fn p(&self, o: Occupant) -> f32 {
@@ -116,7 +140,11 @@ impl BoardObs {
     /// Certain observations of a board's occupancy.
     pub fn of_board(board: &Board) -> BoardObs {
         BoardObs(std::array::from_fn(|i| {
-            SquareObs::certain(Occupant::of(board, Square::new(i as u32)))
+            let sq = Square::new(i as u32);
+            SquareObs {
+                bleed_from: SquareObs::neighbours(sq),
+                ..SquareObs::certain(Occupant::of(board, sq))
+            }
         }))
     }
 
@@ -133,13 +161,20 @@ impl BoardObs {
     }
 
     /// Log-likelihood of the occupancy of `board` under these observations.
+    /// An empty square in the shadow of one of the board's pieces may
+    /// look occupied: its term is at least [`SHADOWED_EMPTY_PROB`].
     pub fn log_likelihood(&self, board: &Board) -> f64 {
         Square::ALL
             .iter()
             .filter(|sq| !self.get(**sq).occluded)
             .map(|&sq| {
-                let p = f64::from(self.get(sq).p(Occupant::of(board, sq)));
-                p.max(MIN_SQUARE_PROB).ln()
+                let obs = self.get(sq);
+                let want = Occupant::of(board, sq);
+                let mut p = f64::from(obs.p(want)).max(MIN_SQUARE_PROB);
+                if want == Occupant::Empty && shadowed(obs, board) {
+                    p = p.max(SHADOWED_EMPTY_PROB);
+                }
+                p.ln()
             })
             .sum()
     }
@@ -300,7 +335,7 @@ pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
         }
         None => pos.board().clone(),
     };
-    let verdict = if !excusable(&obs.disagreements(&best_board), &best_board) {
+    let verdict = if !excusable(obs, &obs.disagreements(&best_board), &best_board) {
         // Tell people what to restore: the squares that differ from the
         // position before, not from the nearest legal move.
         Verdict::Unexplained {
@@ -330,11 +365,14 @@ pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
 /// without making the board unexplained: a tall piece seen from an angle
 /// covers part of the square behind it and makes that empty square look
 /// occupied (measured on rendered games at the angled camera: a queen on
-/// d5 read d6 as occupied). One such square, empty in the hypothesis, seen
-/// occupied and next to an occupied square, is excused. Every illegal
-/// move changes at least two squares against every legal hypothesis (the
-/// square left and the wrong square taken), so it stays unexplained.
-pub const MAX_EXCUSED_SQUARES: usize = 1;
+/// d5 read d6 as occupied; at the low camera a knight on g1 read f2 and a
+/// pawn on f3 read g4 as occupied, and a queen on d1 f2, all at once: at
+/// the low view a frame has 2.6 such squares on average). Up to four,
+/// empty in the hypothesis, seen occupied and in the shadow of one of its
+/// pieces ([`SquareObs::bleed_from`]), are excused. An illegal move still
+/// leaves, against every legal hypothesis, a square whose piece is seen
+/// gone where the hypothesis has one, which is never excused.
+pub const MAX_EXCUSED_SQUARES: usize = 4;
 
 /// Also excused: one square where the hypothesis has a piece and a piece
 /// of the other colour is seen. Occupancy is read far more reliably than
@@ -343,14 +381,11 @@ pub const MAX_EXCUSED_SQUARES: usize = 1;
 /// so this only keeps a clearly best move from being called unexplained.
 pub const MAX_EXCUSED_COLOUR: usize = 1;
 
-fn excusable(disagreeing: &[Disagreement], board: &Board) -> bool {
+fn excusable(obs: &BoardObs, disagreeing: &[Disagreement], board: &Board) -> bool {
     let bleed = |d: &Disagreement| {
         d.expected == Occupant::Empty
             && d.seen != Occupant::Empty
-            && board
-                .occupied()
-                .into_iter()
-                .any(|o| o.distance(d.square) == 1)
+            && shadowed(obs.get(d.square), board)
     };
     let colour = |d: &Disagreement| d.expected != Occupant::Empty && d.seen != Occupant::Empty;
     let n_bleed = disagreeing.iter().filter(|d| bleed(d)).count();
@@ -439,10 +474,12 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
     orders.retain(|l| l.len() == moves.len());
     let runner_up = ends.get(1).map_or(f64::NEG_INFINITY, |e| e.1);
     let margin = ll - runner_up;
-    (excusable(&obs.disagreements(&board), &board) && margin >= RESYNC_MARGIN).then_some(Resync {
-        moves,
-        log_likelihood: ll,
-        margin,
-        alternatives: orders,
-    })
+    (excusable(obs, &obs.disagreements(&board), &board) && margin >= RESYNC_MARGIN).then_some(
+        Resync {
+            moves,
+            log_likelihood: ll,
+            margin,
+            alternatives: orders,
+        },
+    )
 }

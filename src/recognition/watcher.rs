@@ -397,8 +397,25 @@ impl BoardWatcher {
 }
 
 /// The observations of a reading with the covered squares marked.
+/// With the camera pose estimated from the board's location, each
+/// square's [`SquareObs::bleed_from`] is the set of squares whose piece can
+/// make it look occupied, instead of its eight neighbours.
 pub fn board_obs(read: &FrameReading, occluded: &[bool; 64]) -> BoardObs {
     let mut obs = super::photo::obs_of_reading(read);
+    if let Some(view) = crate::vision::viewpoint::estimate(&read.location) {
+        let side = read.orientation.white_at;
+        let cells = view.shadow_sources();
+        for (cell, bits) in cells.iter().enumerate() {
+            let sq = side.square_of_cell(cell % 8, cell / 8);
+            let mut from = shakmaty::Bitboard::EMPTY;
+            for q in 0..64 {
+                if bits & (1 << q) != 0 {
+                    from.add(Square::new(side.square_of_cell(q % 8, q / 8) as u32));
+                }
+            }
+            obs.0[sq].bleed_from = from;
+        }
+    }
     for (o, &c) in obs.0.iter_mut().zip(occluded) {
         if c {
             *o = SquareObs::occluded();

@@ -152,6 +152,57 @@ impl Viewpoint {
     }
 }
 
+/// Radius (square sides) of the widest part of a piece as seen from the
+/// side, for telling which squares a piece can make look occupied: a
+/// knight's head or a king's base is about 0.6 square across (Staunton
+/// set, 57 mm squares); deliberately the widest, not the typical, piece.
+pub const SHADOW_RADIUS: f64 = 0.3;
+/// Tallest piece (king, 95 mm on 57 mm squares), square sides.
+pub const SHADOW_HEIGHT: f64 = 1.67;
+/// A cell is in a piece's shadow when the piece can hide at least this
+/// share of the cell's centre (the middle half that vision reads):
+/// vision calls a cell occupied from about a quarter of its centre
+/// differing from its rim (`squares::OCC_THRESHOLD`).
+pub const SHADOW_MIN_SHARE: f64 = 0.2;
+
+impl Viewpoint {
+    /// For each grid cell `c + 8 r`, the cells (bit `c' + 8 r'`) whose
+    /// piece, standing up to a king's height, can cover enough of the
+    /// cell's centre to make it look occupied when it is empty.
+    pub fn shadow_sources(&self) -> [u64; 64] {
+        /// Centre samples per side (the middle half of the cell).
+        const N: usize = 4;
+        let mut out = [0u64; 64];
+        for (x, bits) in out.iter_mut().enumerate() {
+            let (xc, xr) = ((x % 8) as f64, (x / 8) as f64);
+            let points: Vec<[f64; 2]> = (0..N * N)
+                .map(|k| {
+                    [
+                        xc + 0.25 + 0.5 * ((k % N) as f64 + 0.5) / N as f64,
+                        xr + 0.25 + 0.5 * ((k / N) as f64 + 0.5) / N as f64,
+                    ]
+                })
+                .collect();
+            for q in 0..64 {
+                // A king leans at most ~3.6 squares at the lowest usable
+                // view (25°): farther cells cannot shadow this one.
+                if q == x || (q % 8).abs_diff(x % 8) > 4 || (q / 8).abs_diff(x / 8) > 4 {
+                    continue;
+                }
+                let qc = [(q % 8) as f64 + 0.5, (q / 8) as f64 + 0.5];
+                let hidden = points
+                    .iter()
+                    .filter(|p| self.hidden_by(**p, qc, SHADOW_RADIUS, SHADOW_HEIGHT))
+                    .count();
+                if hidden as f64 >= SHADOW_MIN_SHARE * points.len() as f64 {
+                    *bits |= 1 << q;
+                }
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,5 +289,23 @@ mod tests {
         assert!(!v.hidden_by([4.0, 4.5], [4.0, 3.5], 0.3, 0.1));
         assert!(!v.hidden_by([4.0, 4.5], [4.0, 5.5], 0.3, 2.0));
         assert!(!v.hidden_by([4.0, 4.5], [5.0, 3.5], 0.3, 2.0));
+    }
+
+    #[test]
+    fn shadows_fall_away_from_the_camera() {
+        // Camera low in front of the board (y = -6, 5 up): cell (3, 4)
+        // is shadowed by the cell in front, (3, 3), not by the one
+        // behind, (3, 5), nor by a far one, (3, 0).
+        let c = Vector3::new(4.0, -6.0, 5.0);
+        let v = estimate(&location_from_camera(c, 900.0, (1280, 720))).unwrap();
+        let s = v.shadow_sources();
+        let cell = |c: usize, r: usize| c + 8 * r;
+        assert_ne!(s[cell(3, 4)] & (1 << cell(3, 3)), 0);
+        assert_eq!(s[cell(3, 4)] & (1 << cell(3, 5)), 0);
+        assert_eq!(s[cell(3, 4)] & (1 << cell(3, 0)), 0);
+        // Overhead, nothing casts a shadow.
+        let top = Vector3::new(4.0, 4.01, 30.0);
+        let v = estimate(&location_from_camera(top, 900.0, (1280, 720))).unwrap();
+        assert!(v.shadow_sources().iter().all(|b| *b == 0));
     }
 }
