@@ -759,6 +759,53 @@ fn keyboard_only_game_in_headless_chromium() {
         );
     }
 
+    // --- "Fix the board", keyboard only: open it, switch a8 (a black
+    // rook) to empty with Enter, move down a rank with the arrow key,
+    // then start again from the game
+    let step = "fix the board by keyboard";
+    page.tab_to(step, "fixopen", false);
+    page.key(step, "Enter");
+    let n = page.wait_until(
+        step,
+        "document.querySelectorAll('#fixgrid button[aria-label]').length",
+        Duration::from_secs(2),
+    );
+    if n != json!(64) {
+        page.fail(
+            step,
+            format!("the board to fix has {n} named squares, not 64"),
+        );
+    }
+    page.key(step, "Tab");
+    let label = "document.activeElement.getAttribute('aria-label')";
+    if page.eval(step, label) != json!("a8: black piece") {
+        let got = page.eval(step, label);
+        page.fail(step, format!("Tab after opening went to {got}, not a8"));
+    }
+    // Black -> empty (the square keeps the focus across the redraw);
+    // the grid is one Tab stop, arrow keys move inside it.
+    page.key(step, "Enter");
+    if page.eval(step, label) != json!("a8: empty") {
+        let got = page.eval(step, label);
+        page.fail(step, format!("Enter on a8 left it {got}"));
+    }
+    page.key(step, "ArrowDown");
+    if page.eval(step, label) != json!("a7: black piece") {
+        let got = page.eval(step, label);
+        page.fail(step, format!("ArrowDown from a8 went to {got}"));
+    }
+    page.tab_expect(step, "fixsend");
+    page.tab_to(step, "fixreset", false);
+    page.key(step, "Enter");
+    let a8 = page.eval(
+        step,
+        "document.querySelector('#fixgrid [data-sq=a8]').getAttribute('aria-label')",
+    );
+    if a8 != json!("a8: black piece") {
+        page.fail(step, format!("starting again left a8 as {a8}"));
+    }
+    check_contrast(&mut page, "text contrast with the board to fix open");
+
     // --- phone width: no horizontal scrolling
     let step = "390 px phone viewport";
     if let Err(e) = page.cdp.viewport(PHONE, true) {

@@ -310,3 +310,49 @@ async fn draw_offer_take_back_and_resignation() {
     let (_, b) = post(&r.app, "/api/resign", json!({})).await;
     assert_eq!(b["result"], "0-1", "White (to move) resigned");
 }
+
+#[tokio::test]
+async fn a_board_stated_square_by_square_enters_the_moves_that_lead_there() {
+    let r = rig(false);
+    post(&r.app, "/api/game/new", json!({"mode": "record"})).await;
+    // After 1. e4 e5 2. Nf3, said as occupancy (rank 8 first).
+    let after = "BBBBBBBB/BBBB.BBB/......../....B.../....W.../.....W../WWWW.WWW/WWWWWW.W";
+    let (s, b) = post(&r.app, "/api/board", json!({"occupancy": after})).await;
+    assert_eq!(s, StatusCode::OK, "{b}");
+    assert_eq!(b["moves"], json!(["e4", "e5", "Nf3"]));
+    // The same board again: nothing to do.
+    let (s, b) = post(&r.app, "/api/board", json!({"occupancy": after})).await;
+    assert_eq!(s, StatusCode::OK, "{b}");
+    assert_eq!(b["moves"], json!(["e4", "e5", "Nf3"]));
+    // A board no legal line reaches, and a malformed one: 422 with why.
+    let odd = "BBBBBBBB/BBBB.BBB/......../....B.../....W.../.....W../WWWW.WWW/WWWWWWWW";
+    let (s, b) = post(&r.app, "/api/board", json!({"occupancy": odd})).await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        b["error"].as_str().unwrap().contains("no single line"),
+        "{b}"
+    );
+    let (s, b) = post(&r.app, "/api/board", json!({"occupancy": "WWW"})).await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(b["error"].as_str().unwrap().contains("8 ranks"), "{b}");
+    assert_eq!(state(&r.app).await["moves"], json!(["e4", "e5", "Nf3"]));
+}
+
+#[tokio::test]
+async fn a_stated_board_never_enters_the_robots_move() {
+    let r = rig(false);
+    post(
+        &r.app,
+        "/api/game/new",
+        json!({"mode": "play", "color": "white", "level": 1}),
+    )
+    .await;
+    // 1. e4 e5: the second move is the robot's (Black).
+    let after = "BBBBBBBB/BBBB.BBB/......../....B.../....W.../......../WWWW.WWW/WWWWWWWW";
+    let (s, b) = post(&r.app, "/api/board", json!({"occupancy": after})).await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{b}");
+    assert!(
+        b["error"].as_str().unwrap().contains("robot's move e5"),
+        "{b}"
+    );
+}

@@ -55,6 +55,35 @@ pub fn occupancy_of(board: &Board) -> Occupancy {
     })
 }
 
+/// The legal moves (at most `max_plies`) after which the board of `pos`
+/// has exactly the occupancy `occ`: a person saying what stands on the
+/// board when the camera could not tell. `None` when no line of moves
+/// reaches it, or more than one final board fits (occupancy cannot tell
+/// which piece went where). An empty list: the board already matches.
+pub fn moves_to_occupancy(
+    pos: &Chess,
+    occ: &Occupancy,
+    max_plies: usize,
+) -> Option<Vec<shakmaty::Move>> {
+    if occupancy_of(pos.board()) == *occ {
+        return Some(Vec::new());
+    }
+    // Certain observations with no shadows: nothing is excused.
+    let obs = BoardObs(std::array::from_fn(|i| {
+        SquareObs::certain(match occ[i] {
+            VisionOccupant::Empty => super::scoring::Occupant::Empty,
+            VisionOccupant::White => super::scoring::Occupant::White,
+            VisionOccupant::Black => super::scoring::Occupant::Black,
+        })
+    }));
+    let r = super::scoring::resync(pos, &obs, max_plies)?;
+    let mut end = pos.clone();
+    for m in &r.moves {
+        end.play_unchecked(*m);
+    }
+    (occupancy_of(end.board()) == *occ).then_some(r.moves)
+}
+
 /// Observations from a reading (no square covered).
 pub fn obs_of_reading(read: &FrameReading) -> BoardObs {
     BoardObs(std::array::from_fn(|i| {
@@ -168,4 +197,46 @@ pub fn recognize_photo(
         calibrated,
         residual,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn after(pos: &Chess, moves: &[&str]) -> Chess {
+        let mut p = pos.clone();
+        for m in moves {
+            let mv = crate::game::parse_move(&p, m).unwrap();
+            p.play_unchecked(mv);
+        }
+        p
+    }
+
+    #[test]
+    fn a_stated_board_is_reached_by_the_only_line_that_fits() {
+        let pos = Chess::default();
+        let target = occupancy_of(after(&pos, &["e4", "e5", "Nf3"]).board());
+        let line: Vec<String> = moves_to_occupancy(&pos, &target, 4)
+            .unwrap()
+            .into_iter()
+            .map(crate::game::uci_of)
+            .collect();
+        assert_eq!(line, ["e2e4", "e7e5", "g1f3"]);
+        assert_eq!(
+            moves_to_occupancy(&pos, &occupancy_of(pos.board()), 4),
+            Some(vec![])
+        );
+        // A white piece from nowhere: no legal line reaches it.
+        let mut odd = occupancy_of(pos.board());
+        odd[Square::E4 as usize] = VisionOccupant::White;
+        assert_eq!(moves_to_occupancy(&pos, &odd, 4), None);
+        // Two knights out: Nc3 Nc6 Nf3 Nf6 in any order, one board.
+        let four = after(&pos, &["Nc3", "Nc6", "Nf3", "Nf6"]);
+        let line = moves_to_occupancy(&pos, &occupancy_of(four.board()), 4).unwrap();
+        let mut end = pos.clone();
+        for m in line {
+            end.play_unchecked(m);
+        }
+        assert_eq!(end.board(), four.board());
+    }
 }

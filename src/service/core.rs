@@ -154,6 +154,10 @@ pub enum CommandError {
     Invalid(String),
 }
 
+/// Most moves a stated board may be away from the game's position (as
+/// many as the camera's own lost-track search).
+pub const STATED_BOARD_PLIES: usize = 4;
+
 /// A question the robot is waiting for a person to answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -449,13 +453,57 @@ impl Core {
     /// Whether the side to move is played by the engine.
     fn engine_to_move(&self) -> bool {
         match &self.session {
-            Some(s) => {
-                self.mode != Mode::Record
-                    && self.opponent == Opponent::Engine
-                    && s.game().turn() != self.human
-            }
+            Some(s) => self.engine_plays(s.game().turn()),
             None => false,
         }
+    }
+
+    /// Whether the engine (and so the robot) plays `side`.
+    fn engine_plays(&self, side: Color) -> bool {
+        self.mode != Mode::Record && self.opponent == Opponent::Engine && side != self.human
+    }
+
+    /// A person says what stands on the board (the page's board to fix,
+    /// when the camera cannot tell): the moves that lead there from the
+    /// game's position are played, never sent to the arm (they are on the
+    /// board already). Refused when no single line of up to
+    /// [`STATED_BOARD_PLIES`] legal moves leads there, or when the line
+    /// includes a move of the robot's side.
+    pub fn board_shown(
+        &mut self,
+        occ: &crate::vision::Occupancy,
+        now_ms: i64,
+    ) -> Result<Vec<Effect>, CommandError> {
+        if self.paused {
+            return Err(CommandError::Paused);
+        }
+        let pos = self.running()?.game().position().clone();
+        let Some(line) =
+            crate::recognition::photo::moves_to_occupancy(&pos, occ, STATED_BOARD_PLIES)
+        else {
+            return Err(CommandError::Invalid(format!(
+                "no single line of up to {STATED_BOARD_PLIES} legal moves leads from the game's position to that board; check the squares, or enter the moves one by one"
+            )));
+        };
+        let mut effects = Vec::new();
+        if line.is_empty() {
+            self.say("The board matches the game.".into(), &mut effects);
+            return Ok(effects);
+        }
+        let mut p = pos;
+        for &m in &line {
+            if self.engine_plays(p.turn()) {
+                return Err(CommandError::Invalid(format!(
+                    "that board needs the robot's move {} as well; only your own moves can be entered this way",
+                    san_of(&p, m)
+                )));
+            }
+            p.play_unchecked(m);
+        }
+        for m in line {
+            effects.extend(self.play(m, now_ms, false)?);
+        }
+        Ok(effects)
     }
 
     fn after_move(&mut self, effects: &mut Vec<Effect>) {

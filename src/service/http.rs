@@ -109,6 +109,7 @@ pub fn router(service: Arc<Service>, access: Access) -> Router {
         .route("/api/game/new", post(new_game))
         .route("/api/game/finish", post(finish_game))
         .route("/api/move", post(play_move))
+        .route("/api/board", post(board_shown))
         .route("/api/promotion", post(promotion))
         .route("/api/takeback", post(take_back))
         .route("/api/resign", post(resign))
@@ -247,6 +248,21 @@ struct MoveBody {
 async fn play_move(State(st): State<AppState>, Body(body): Body<MoveBody>) -> Reply {
     let now = st.service.now_ms();
     let r = st.service.core().human_move(&body.mv, now);
+    done(&st, r)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BoardBody {
+    /// Eight ranks, rank 8 first, of `W`, `B` or `.`, joined by `/`.
+    occupancy: String,
+}
+
+async fn board_shown(State(st): State<AppState>, Body(body): Body<BoardBody>) -> Reply {
+    let occ = crate::vision::parse_occupancy_string(&body.occupancy)
+        .map_err(|e| ApiError(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
+    let now = st.service.now_ms();
+    let r = st.service.core().board_shown(&occ, now);
     done(&st, r)
 }
 

@@ -196,9 +196,69 @@ pub fn occupancy_string(occ: &Occupancy) -> String {
         .join("/")
 }
 
+/// Parses [`occupancy_string`]'s format: eight ranks (rank 8 first) of
+/// eight `W`, `B` or `.` (also `w`, `b`, `-`), separated by `/`.
+pub fn parse_occupancy_string(text: &str) -> Result<Occupancy, VisionError> {
+    let ranks: Vec<&str> = text.trim().split('/').collect();
+    if ranks.len() != 8 {
+        return Err(VisionError::Input(format!(
+            "occupancy {text:?}: expected 8 ranks separated by '/', found {}",
+            ranks.len()
+        )));
+    }
+    let mut occ = [Occupant::Empty; 64];
+    for (k, rank_text) in ranks.iter().enumerate() {
+        let rank = 7 - k;
+        let squares: Vec<char> = rank_text.chars().collect();
+        if squares.len() != 8 {
+            return Err(VisionError::Input(format!(
+                "occupancy {text:?}: rank {} has {} squares, not 8",
+                rank + 1,
+                squares.len()
+            )));
+        }
+        for (file, ch) in squares.into_iter().enumerate() {
+            occ[rank * 8 + file] = match ch {
+                'W' | 'w' => Occupant::White,
+                'B' | 'b' => Occupant::Black,
+                '.' | '-' => Occupant::Empty,
+                other => {
+                    return Err(VisionError::Input(format!(
+                        "occupancy {text:?}: {other:?} on rank {} (use W, B or .)",
+                        rank + 1
+                    )))
+                }
+            };
+        }
+    }
+    Ok(occ)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn occupancy_strings_round_trip_and_bad_ones_say_why() {
+        let occ = occupancy_from_fen("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR").unwrap();
+        let text = occupancy_string(&occ);
+        assert_eq!(parse_occupancy_string(&text).unwrap(), occ);
+        assert_eq!(&text[36..44], "....W...");
+        for (bad, why) in [
+            ("WWWWWWWW", "expected 8 ranks"),
+            (
+                "BBBBBBBB/BBBBBBBB/8/8/8/8/WWWWWWWW/WWWWWWWW",
+                "rank 6 has 1 squares",
+            ),
+            (
+                "BBBBBBBX/BBBBBBBB/......../......../......../......../WWWWWWWW/WWWWWWWW",
+                "'X' on rank 8",
+            ),
+        ] {
+            let e = parse_occupancy_string(bad).unwrap_err().to_string();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn fen_occupancy_round_trip() {
