@@ -236,6 +236,7 @@ pub fn serve(
         player,
         Box::new(now_ms),
     );
+    service.start_clock_ticker();
     if source.given() {
         let watch = CameraWatch::new(source.watcher_config(&config)?);
         // Open once here so a wrong path or device fails at start with its

@@ -169,6 +169,7 @@ fn live(
         player,
         Box::new(|| chrono::Utc::now().timestamp_millis()),
     );
+    service.start_clock_ticker();
     let access = http::Access {
         token: config.service.token.clone(),
         public_reads: config.service.public_reads,

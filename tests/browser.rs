@@ -673,7 +673,10 @@ fn keyboard_only_game_in_headless_chromium() {
     page.key(step, "ArrowDown");
     page.key(step, "ArrowDown");
     // Assist mode shows an Opponent select (default: the engine) on the way.
-    page.tab_to(step, "fen", false);
+    // Five-minute clocks, typed into the time control field.
+    page.tab_to(step, "tc", false);
+    page.call(step, "Input.insertText", json!({ "text": "5+0" }));
+    page.tab_expect(step, "fen");
     page.tab_expect(step, "newgame");
     let chosen = page.eval(
         step,
@@ -695,6 +698,17 @@ fn keyboard_only_game_in_headless_chromium() {
              && document.querySelectorAll('#moves li').length === 0"
         ),
         Duration::from_secs(10),
+    );
+
+    // The clocks show, and White's runs down from 5:00.
+    let step = "the clocks run";
+    page.wait_until(
+        step,
+        "!document.getElementById('clocks').hidden \
+         && document.getElementById('clock-control').textContent === '5+0' \
+         && document.getElementById('clock-black').textContent === '5:00' \
+         && document.getElementById('clock-white').textContent.startsWith('4:5')",
+        Duration::from_secs(5),
     );
 
     // --- a move on the on-screen board, keyboard only: e2, up, up, e4
@@ -738,6 +752,8 @@ fn keyboard_only_game_in_headless_chromium() {
 
     // --- screenshot
     let step = "save a screenshot";
+    // Typing in the lower form scrolled the page: show it from the top.
+    page.eval(step, "window.scrollTo(0, 0)");
     let shot = page.call(step, "Page.captureScreenshot", json!({ "format": "png" }));
     let png =
         base64_decode(shot["data"].as_str().unwrap_or("")).unwrap_or_else(|e| page.fail(step, e));
@@ -919,8 +935,8 @@ fn check_tab_order(page: &mut Page) {
         );
     }
     let expected = [
-        "estop", "sq:e2", "movetext", "send", "takeback", "resign", "pause", "mode", "color",
-        "level", "fen", "newgame",
+        "estop", "sq:e2", "movetext", "send", "takeback", "resign", "pause", "fixopen", "mode",
+        "color", "level", "tc", "fen", "newgame",
     ];
     let mut last = None;
     for want in expected {

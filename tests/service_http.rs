@@ -356,3 +356,58 @@ async fn a_stated_board_never_enters_the_robots_move() {
         "{b}"
     );
 }
+
+#[test]
+fn clocks_run_for_the_side_to_move_stop_when_paused_and_a_fallen_flag_ends_the_game() {
+    use chessbot::service::core::{Effect, NewGameRequest};
+    let dir = tempfile::tempdir().unwrap();
+    let mut core = Core::new(dirs(dir.path()), false).unwrap();
+    let t0: i64 = 1_764_547_200_000;
+    let req = |tc: &str| -> NewGameRequest {
+        serde_json::from_value(json!({"mode": "record", "time_control": tc})).unwrap()
+    };
+    let e = core.new_game(req("1 + x"), t0).unwrap_err().to_string();
+    assert!(e.contains("MINUTES+SECONDS"), "{e}");
+    core.new_game(req("1+2"), t0).unwrap();
+    let clock = |core: &Core| serde_json::to_value(core.status().clock).unwrap();
+    assert_eq!(
+        clock(&core),
+        json!({"control": "1+2", "white_ms": 60_000, "black_ms": 60_000, "running": "white"})
+    );
+    // White moves after 10 s: 50 s left plus the 2 s increment.
+    core.human_move("e4", t0 + 10_000).unwrap();
+    core.tick(t0 + 20_000);
+    assert_eq!(
+        clock(&core),
+        json!({"control": "1+2", "white_ms": 52_000, "black_ms": 50_000, "running": "black"})
+    );
+    // Paused at 30 s: Black's clock stops with 40 s left, and stays so.
+    core.pause();
+    let (changed, _) = core.tick(t0 + 30_000);
+    assert!(changed);
+    core.tick(t0 + 90_000);
+    assert_eq!(clock(&core)["black_ms"], 40_000);
+    assert_eq!(clock(&core)["running"], Value::Null);
+    core.resume();
+    core.tick(t0 + 100_000);
+    assert_eq!(clock(&core)["running"], "black");
+    // A millisecond before its 40 s are used Black's flag is still up;
+    // at 40 s it falls.
+    let (_, effects) = core.tick(t0 + 139_999);
+    assert!(effects.is_empty());
+    let (changed, effects) = core.tick(t0 + 140_000);
+    assert!(changed);
+    assert!(
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::Say(t) if t.contains("White wins"))),
+        "{effects:?}"
+    );
+    let st = core.status();
+    assert_eq!(st.result, "1-0");
+    assert_eq!(st.termination.as_deref(), Some("loss on time"));
+    assert_eq!(clock(&core)["running"], Value::Null);
+    // A move after the flag fell is not played.
+    assert!(core.human_move("e5", t0 + 141_000).is_err());
+    assert_eq!(core.status().moves, ["e4"]);
+}

@@ -35,6 +35,25 @@ impl std::str::FromStr for TimeControl {
     }
 }
 
+impl std::fmt::Display for TimeControl {
+    /// The same `MINUTES+SECONDS` form [`TimeControl::from_str`] reads.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let num = |ms: u64, unit: u64| {
+            if ms % unit == 0 {
+                (ms / unit).to_string()
+            } else {
+                format!("{}", ms as f64 / unit as f64)
+            }
+        };
+        write!(
+            f,
+            "{}+{}",
+            num(self.base_ms, 60_000),
+            num(self.increment_ms, 1000)
+        )
+    }
+}
+
 /// The two clocks of a game.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Clock {
@@ -51,6 +70,15 @@ impl Clock {
             remaining: ByColor::new_with(|_| control.base_ms),
             running: None,
         }
+    }
+
+    pub fn control(&self) -> TimeControl {
+        self.control
+    }
+
+    /// Whose clock runs, if any.
+    pub fn running_side(&self) -> Option<Color> {
+        self.running.map(|(side, _)| side)
     }
 
     /// Starts `side`'s clock at `now_ms`.

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use shakmaty::{Chess, Color, Move, Position, Role};
 
 use crate::config::GameConfig;
+use crate::game::clock::{Clock, TimeControl};
 use crate::game::session::{GameSession, Players, SessionError};
 use crate::game::{
     parse_move, position_from_fen, san_of, uci_of, Claim, GameError, MoveInputError,
@@ -86,6 +87,9 @@ pub struct NewGameRequest {
     /// In assist mode: the engine, or another person on the board.
     #[serde(default)]
     pub opponent: Opponent,
+    /// Clocks, `MINUTES+SECONDS` (`5+3`); none when absent or empty.
+    #[serde(default)]
+    pub time_control: Option<String>,
 }
 
 /// Who plays against the person (play and assist mode).
@@ -195,6 +199,20 @@ pub struct Status {
     pub white: String,
     pub black: String,
     pub camera: CameraStatus,
+    /// The clocks of a timed game.
+    pub clock: Option<ClockStatus>,
+}
+
+/// The clocks as the page shows them: time left when the status was made
+/// (the page counts the running one down itself).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClockStatus {
+    /// `MINUTES+SECONDS`.
+    pub control: String,
+    pub white_ms: u64,
+    pub black_ms: u64,
+    /// Whose clock runs: none while paused and once the game is over.
+    pub running: Option<ColorName>,
 }
 
 /// Something the loop around the core must do after a command.
@@ -226,6 +244,11 @@ pub struct Core {
     eval_cp: Option<i32>,
     has_arm: bool,
     camera: CameraStatus,
+    /// The clocks of a timed game (not journaled: a game resumed after a
+    /// restart goes on without them).
+    clock: Option<Clock>,
+    /// When the clocks were last brought up to date.
+    clock_at_ms: i64,
 }
 
 impl Core {
@@ -250,6 +273,8 @@ impl Core {
             eval_cp: None,
             has_arm,
             camera: CameraStatus::Absent,
+            clock: None,
+            clock_at_ms: 0,
         };
         if let Some(s) = session {
             core.message = format!(
@@ -340,6 +365,15 @@ impl Core {
             white,
             black,
             camera: self.camera.clone(),
+            clock: self.clock.as_ref().map(|c| {
+                let at = u64::try_from(self.clock_at_ms).unwrap_or(0);
+                ClockStatus {
+                    control: c.control().to_string(),
+                    white_ms: c.remaining(Color::White, at),
+                    black_ms: c.remaining(Color::Black, at),
+                    running: c.running_side().map(Into::into),
+                }
+            }),
         }
     }
 
@@ -410,6 +444,12 @@ impl Core {
                 "assist mode needs an arm to play the moves on the board".into(),
             ));
         }
+        let control = match req.time_control.as_deref().map(str::trim) {
+            Some(t) if !t.is_empty() => {
+                Some(t.parse::<TimeControl>().map_err(CommandError::Invalid)?)
+            }
+            _ => None,
+        };
         let mut effects = Vec::new();
         if let Some(old) = self.session.take() {
             let path = old.finish()?;
@@ -426,6 +466,13 @@ impl Core {
             black: req.black.clone().unwrap_or(black),
         };
         let session = GameSession::start(&self.cfg, players, start, now_ms)?;
+        // White's clock (or the side to move's) starts with the game.
+        self.clock = control.map(|tc| {
+            let mut c = Clock::new(tc);
+            c.start(session.game().turn(), ms(now_ms));
+            c
+        });
+        self.clock_at_ms = now_ms;
         self.session = Some(session);
         self.mode = req.mode;
         self.opponent = if req.mode == Mode::Play {
@@ -461,6 +508,47 @@ impl Core {
     /// Whether the engine (and so the robot) plays `side`.
     fn engine_plays(&self, side: Color) -> bool {
         self.mode != Mode::Record && self.opponent == Opponent::Engine && side != self.human
+    }
+
+    /// Brings the clocks up to `now_ms`: the side to move's runs unless
+    /// the game is paused or over (a take-back or resume switches it); a
+    /// fallen flag ends the game (FIDE 6.9: lost, or drawn when the
+    /// opponent cannot mate). Called by the service's ticker a few times a
+    /// second; `true` when the page should be told (a clock started or
+    /// stopped, or the game ended).
+    pub fn tick(&mut self, now_ms: i64) -> (bool, Vec<Effect>) {
+        let before = self.clock.as_ref().map(Clock::running_side);
+        let mut effects = Vec::new();
+        self.flag_check(now_ms, &mut effects);
+        let after = self.clock.as_ref().map(Clock::running_side);
+        (before != after || !effects.is_empty(), effects)
+    }
+
+    /// [`Core::tick`]'s work; `true` when a flag fell just now.
+    fn flag_check(&mut self, now_ms: i64, effects: &mut Vec<Effect>) -> bool {
+        let (Some(clock), Some(s)) = (self.clock.as_mut(), self.session.as_mut()) else {
+            return false;
+        };
+        self.clock_at_ms = self.clock_at_ms.max(now_ms);
+        let now = ms(self.clock_at_ms);
+        let over = s.game().result().is_some();
+        if let Some(side) = clock.flagged(now).filter(|_| !over) {
+            clock.pause(now);
+            if let Err(e) = s.flag_fell(side) {
+                tracing::warn!("clock: recording the fallen flag failed: {e}");
+                return false;
+            }
+            self.after_move(effects);
+            return true;
+        }
+        let want = (!self.paused && !over).then(|| s.game().turn());
+        if clock.running_side() != want {
+            clock.pause(now);
+            if let Some(side) = want {
+                clock.start(side, now);
+            }
+        }
+        false
     }
 
     /// A person says what stands on the board (the page's board to fix,
@@ -594,12 +682,19 @@ impl Core {
         now_ms: i64,
         by_arm: bool,
     ) -> Result<Vec<Effect>, CommandError> {
+        let mut effects = Vec::new();
+        if self.flag_check(now_ms, &mut effects) {
+            // The mover's flag fell before the move: the game is over.
+            return Ok(effects);
+        }
+        let mut clock = self.clock.clone();
+        let pressed = clock.as_mut().and_then(|c| c.press(ms(now_ms)));
         let s = self.running()?;
         let before = s.game().position().clone();
         let san = san_of(&before, mv);
-        s.play(mv, Some(now_ms), None, None)?;
+        s.play(mv, Some(now_ms), pressed.map(|p| p.0), pressed.map(|p| p.1))?;
+        self.clock = clock;
         self.question = None;
-        let mut effects = Vec::new();
         if by_arm && self.has_arm {
             self.arm = ArmStatus::Moving { mv: uci_of(mv) };
             effects.push(Effect::ArmPlay(mv));
@@ -809,6 +904,12 @@ impl Core {
             None => Ok(None),
         }
     }
+}
+
+/// Milliseconds as the clock counts them (the service's time is never
+/// before 1970; a negative one counts as 0).
+fn ms(now_ms: i64) -> u64 {
+    u64::try_from(now_ms).unwrap_or(0)
 }
 
 /// A pawn move to the last rank typed without a piece (`e7e8`, `e8`).

@@ -8,6 +8,10 @@ use shakmaty::{Chess, Move};
 use tokio::sync::broadcast;
 
 use super::core::{CommandError, Core, Effect, Status};
+
+/// How often the clocks are checked: a flag is seen fallen within a
+/// quarter of a second (club clocks show tenths only under 10 s).
+pub const CLOCK_TICK_MS: u64 = 250;
 use super::voice::Voice;
 use crate::game::Game;
 
@@ -132,6 +136,23 @@ impl Service {
 
     pub fn status(&self) -> Status {
         self.core().status()
+    }
+
+    /// Keeps the clocks of a timed game going: every [`CLOCK_TICK_MS`]
+    /// the core is brought up to date (a fallen flag ends the game) and the
+    /// page is told when a clock starts or stops. The thread ends with the
+    /// service.
+    pub fn start_clock_ticker(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        std::thread::spawn(move || loop {
+            std::thread::sleep(std::time::Duration::from_millis(CLOCK_TICK_MS));
+            let Some(me) = weak.upgrade() else { break };
+            let now = me.now_ms();
+            let (changed, effects) = me.core().tick(now);
+            if changed {
+                me.apply(effects);
+            }
+        });
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Status> {

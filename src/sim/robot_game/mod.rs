@@ -683,6 +683,7 @@ impl SimRobotGame {
                     white: None,
                     black: None,
                     opponent: Default::default(),
+                    time_control: None,
                 },
                 self.phys.now_ms(),
             )?;
