@@ -39,7 +39,7 @@ impl std::fmt::Display for TimeControl {
     /// The same `MINUTES+SECONDS` form [`TimeControl::from_str`] reads.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let num = |ms: u64, unit: u64| {
-            if ms % unit == 0 {
+            if ms.is_multiple_of(unit) {
                 (ms / unit).to_string()
             } else {
                 format!("{}", ms as f64 / unit as f64)
