@@ -85,6 +85,7 @@ fn new_game(mode: Mode) -> NewGameRequest {
         white: None,
         black: None,
         opponent: Default::default(),
+        time_control: None,
     }
 }
 

@@ -64,6 +64,7 @@ fn assist() -> NewGameRequest {
         white: None,
         black: None,
         opponent: Opponent::Engine,
+        time_control: None,
     }
 }
 
