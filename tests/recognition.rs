@@ -154,6 +154,36 @@ fn phantoms_in_a_piece_shadow_are_excused_and_nowhere_else() {
     ));
 }
 
+#[test]
+fn colour_misreads_behind_a_piece_are_excused_from_the_shadow_allowance() {
+    // 1. c3 d6 seen from low behind White: the pawn that arrived on d6
+    // hides e7's pawn, and f7's hides g8's knight; both read white.
+    let pos = after(&Chess::default(), "c3");
+    let played = after(&pos, "d6");
+    let misread = |obs: &mut BoardObs, sq: Square, from: Bitboard| {
+        obs.set(
+            sq,
+            SquareObs {
+                bleed_from: from,
+                ..SquareObs::certain(Occupant::White)
+            },
+        )
+    };
+    let mut obs = obs_of(&played);
+    misread(&mut obs, Square::E7, Square::D6.into());
+    misread(&mut obs, Square::G8, Square::F7.into());
+    assert_eq!(verdict_move(&pos, &obs), "d7d6");
+    // The same two misreads where no piece can shadow them: two colour
+    // errors are more than one frame is allowed.
+    let mut obs = obs_of(&played);
+    misread(&mut obs, Square::E7, Bitboard::EMPTY);
+    misread(&mut obs, Square::G8, Bitboard::EMPTY);
+    assert!(matches!(
+        score(&pos, &obs).verdict,
+        Verdict::Unexplained { .. }
+    ));
+}
+
 /// Observations of a board with noise: each square gives its true state
 /// a probability in [floor, 1] and shares the rest at random.
 fn noisy(pos: &Chess, rng: &mut impl Rng, floor: f32) -> BoardObs {

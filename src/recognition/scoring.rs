@@ -379,6 +379,9 @@ pub const MAX_EXCUSED_SQUARES: usize = 4;
 /// colour (bench: a black pawn on e5 read as White on the printed board
 /// froze a game for 19 moves); the likelihood still weighs the colour,
 /// so this only keeps a clearly best move from being called unexplained.
+/// Colour misreads on squares in a piece's shadow are excused on top, out
+/// of [`MAX_EXCUSED_SQUARES`] (low view: after `d6` a black pawn on e7
+/// behind it and one on g8 behind f7 read white).
 pub const MAX_EXCUSED_COLOUR: usize = 1;
 
 fn excusable(obs: &BoardObs, disagreeing: &[Disagreement], board: &Board) -> bool {
@@ -388,11 +391,18 @@ fn excusable(obs: &BoardObs, disagreeing: &[Disagreement], board: &Board) -> boo
             && shadowed(obs.get(d.square), board)
     };
     let colour = |d: &Disagreement| d.expected != Occupant::Empty && d.seen != Occupant::Empty;
+    // A piece in the shadow of another is read from what the one in front
+    // leaves visible, so its colour is as unreliable as an empty square's
+    // occupancy there: it counts against the shadow allowance.
+    let shadowed_colour = |d: &Disagreement| colour(d) && shadowed(obs.get(d.square), board);
     let n_bleed = disagreeing.iter().filter(|d| bleed(d)).count();
     let n_colour = disagreeing.iter().filter(|d| colour(d)).count();
+    let n_shadowed_colour = disagreeing.iter().filter(|d| shadowed_colour(d)).count();
+    // Shadowed colour misreads are spent from the shadow allowance first.
+    let from_shadow = n_shadowed_colour.min(MAX_EXCUSED_SQUARES.saturating_sub(n_bleed));
     n_bleed + n_colour == disagreeing.len()
         && n_bleed <= MAX_EXCUSED_SQUARES
-        && n_colour <= MAX_EXCUSED_COLOUR
+        && n_colour - from_shadow <= MAX_EXCUSED_COLOUR
 }
 
 /// A short sequence of legal moves that explains the observations.
