@@ -436,3 +436,31 @@ fn an_ambiguous_lost_track_is_not_guessed() {
     let far = position_from_fen("8/8/8/4k3/8/8/8/K7 w - - 0 1").unwrap();
     assert!(resync(&start, &obs_of(&far), 4).is_none());
 }
+
+#[test]
+fn a_lost_track_told_only_by_shadowed_squares_is_asked_not_guessed() {
+    // Lost track over 1. Nf3 and a black knight move: the board reads as
+    // after Na6. Seen plainly, that is clear.
+    let start = Chess::default();
+    let seen = obs_of(&after(&start, "Nf3 Na6"));
+    let r = resync(&start, &seen, 4).expect("a clear two-move line");
+    assert_eq!(
+        r.moves.iter().map(|m| uci_of(*m)).collect::<Vec<_>>(),
+        ["g1f3", "b8a6"]
+    );
+    // If a6 and c6 both stand in the b7 pawn's shadow, a knight on c6 can
+    // read empty and an empty a6 occupied: Nc6 is as likely, so no line is
+    // chosen.
+    let mut shadowed = seen.clone();
+    for sq in [Square::A6, Square::C6] {
+        let o = *shadowed.get(sq);
+        shadowed.set(
+            sq,
+            SquareObs {
+                bleed_from: Square::B7.into(),
+                ..o
+            },
+        );
+    }
+    assert!(resync(&start, &shadowed, 4).is_none());
+}

@@ -94,7 +94,7 @@ pub fn obs_of_reading(read: &FrameReading) -> BoardObs {
             p_white: s.p_white / total,
             p_black: s.p_black / total,
             occluded: false,
-            bleed_from: SquareObs::neighbours(Square::new(i as u32)),
+            bleed_from: shakmaty::Bitboard::EMPTY,
         }
     }))
 }
@@ -118,7 +118,7 @@ pub fn best_side(read: &FrameReading, board: &Board) -> Side {
                 p_white: pw,
                 p_black: pb,
                 occluded: false,
-                bleed_from: SquareObs::neighbours(Square::new(sq as u32)),
+                bleed_from: shakmaty::Bitboard::EMPTY,
             }
         }));
         obs.log_likelihood(board)

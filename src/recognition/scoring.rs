@@ -22,6 +22,13 @@ pub const MIN_SQUARE_PROB: f64 = 1e-3;
 /// is weak evidence. ln 0.1 = -2.3 against -6.9 for an unshadowed square.
 pub const SHADOWED_EMPTY_PROB: f64 = 0.1;
 
+/// Weight a shadowed square's reading keeps in a lost-track search: the
+/// same as vision gives a hidden cell (`squares::HIDDEN_TRUST`). At the
+/// low view a black knight on f6 read empty and the empty g8 behind f7
+/// read occupied made `c5 f4 Nc7 b3` beat the true `Nf6 f4 Nc5 b3` by
+/// more than the margin; both squares are in shadows.
+pub const SHADOW_TRUST: f64 = 0.3;
+
 /// Whether a piece of `board` stands where it can bleed into the square.
 fn shadowed(obs: &SquareObs, board: &Board) -> bool {
     (obs.bleed_from & board.occupied()).any()
@@ -73,8 +80,9 @@ pub struct SquareObs {
     /// Covered by a hand or the arm: says nothing about the square.
     pub occluded: bool,
     /// Squares whose piece can make this square look occupied when it is
-    /// empty (a piece nearer the camera leaning into the view). Without a
-    /// camera pose: the eight neighbours ([`SquareObs::neighbours`]).
+    /// empty (a piece nearer the camera leaning into the view), from the
+    /// camera pose; empty when the pose is unknown (then only the one
+    /// neighbour excuse of [`MAX_EXCUSED_NEIGHBOUR`] applies).
     pub bleed_from: Bitboard,
 }
 
@@ -106,12 +114,6 @@ impl SquareObs {
         }
     }
 
-    /// Where a piece can bleed into `sq` when the camera pose is unknown:
-    /// the eight squares around it.
-    pub fn neighbours(sq: Square) -> Bitboard {
-        attacks::king_attacks(sq)
-    }
-
     pub fn p(&self, o: Occupant) -> f32 {
         match o {
             Occupant::Empty => self.p_empty,
@@ -140,11 +142,7 @@ impl BoardObs {
     /// Certain observations of a board's occupancy.
     pub fn of_board(board: &Board) -> BoardObs {
         BoardObs(std::array::from_fn(|i| {
-            let sq = Square::new(i as u32);
-            SquareObs {
-                bleed_from: SquareObs::neighbours(sq),
-                ..SquareObs::certain(Occupant::of(board, sq))
-            }
+            SquareObs::certain(Occupant::of(board, Square::new(i as u32)))
         }))
     }
 
@@ -175,6 +173,31 @@ impl BoardObs {
                     p = p.max(SHADOWED_EMPTY_PROB);
                 }
                 p.ln()
+            })
+            .sum()
+    }
+
+    /// [`BoardObs::log_likelihood`] for lost-track searches, which weigh
+    /// whole lines of moves on one frame: a square in the shadow of one of
+    /// `board`'s pieces says little either way (a phantom where it is
+    /// empty, the piece in front where its own piece is hidden), so its
+    /// probabilities keep only [`SHADOW_TRUST`] of their weight. Two lines
+    /// that differ only on shadowed squares then stay within the resync
+    /// margin, and the person is asked.
+    pub fn wary_log_likelihood(&self, board: &Board) -> f64 {
+        let occupied = board.occupied();
+        Square::ALL
+            .iter()
+            .filter(|sq| !self.get(**sq).occluded)
+            .map(|&sq| {
+                let obs = self.get(sq);
+                let p = f64::from(obs.p(Occupant::of(board, sq)));
+                let p = if (obs.bleed_from & occupied).any() {
+                    SHADOW_TRUST * p + (1.0 - SHADOW_TRUST) / 3.0
+                } else {
+                    p
+                };
+                p.max(MIN_SQUARE_PROB).ln()
             })
             .sum()
     }
@@ -384,12 +407,22 @@ pub const MAX_EXCUSED_SQUARES: usize = 4;
 /// behind it and one on g8 behind f7 read white).
 pub const MAX_EXCUSED_COLOUR: usize = 1;
 
+/// Without a camera pose (or outside the shadows it gives), one square
+/// seen occupied next to a piece of the hypothesis is excused: a piece
+/// leaning into a neighbour (measured before poses were used: a queen on
+/// d5 read d6 as occupied at the angled camera).
+pub const MAX_EXCUSED_NEIGHBOUR: usize = 1;
+
 fn excusable(obs: &BoardObs, disagreeing: &[Disagreement], board: &Board) -> bool {
-    let bleed = |d: &Disagreement| {
-        d.expected == Occupant::Empty
-            && d.seen != Occupant::Empty
-            && shadowed(obs.get(d.square), board)
+    let phantom = |d: &Disagreement| d.expected == Occupant::Empty && d.seen != Occupant::Empty;
+    let bleed = |d: &Disagreement| phantom(d) && shadowed(obs.get(d.square), board);
+    let near = |d: &Disagreement| {
+        phantom(d) && !bleed(d) && (attacks::king_attacks(d.square) & board.occupied()).any()
     };
+    let n_near = disagreeing.iter().filter(|d| near(d)).count();
+    if n_near > MAX_EXCUSED_NEIGHBOUR {
+        return false;
+    }
     let colour = |d: &Disagreement| d.expected != Occupant::Empty && d.seen != Occupant::Empty;
     // A piece in the shadow of another is read from what the one in front
     // leaves visible, so its colour is as unreliable as an empty square's
@@ -400,7 +433,7 @@ fn excusable(obs: &BoardObs, disagreeing: &[Disagreement], board: &Board) -> boo
     let n_shadowed_colour = disagreeing.iter().filter(|d| shadowed_colour(d)).count();
     // Shadowed colour misreads are spent from the shadow allowance first.
     let from_shadow = n_shadowed_colour.min(MAX_EXCUSED_SQUARES.saturating_sub(n_bleed));
-    n_bleed + n_colour == disagreeing.len()
+    n_bleed + n_near + n_colour == disagreeing.len()
         && n_bleed <= MAX_EXCUSED_SQUARES
         && n_colour - from_shadow <= MAX_EXCUSED_COLOUR
 }
@@ -455,7 +488,7 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
                 }
                 let mut after = p.clone();
                 after.play_unchecked(m);
-                let ll = obs.log_likelihood(after.board());
+                let ll = obs.wary_log_likelihood(after.board());
                 let mut l = line.clone();
                 l.push(m);
                 next.push((ll, after, l));

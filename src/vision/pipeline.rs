@@ -168,6 +168,7 @@ pub fn to_json(fr: &FrameReading) -> serde_json::Value {
                 "p_empty": round3(s.p_empty),
                 "p_white": round3(s.p_white),
                 "p_black": round3(s.p_black),
+                "hidden": s.hidden,
             }),
         );
     }
