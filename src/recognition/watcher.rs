@@ -12,7 +12,7 @@
 //! Pure: frames and their timestamps come in, events go out; no clock, no
 //! files, no camera.
 
-use shakmaty::{Chess, Move, Position, Square};
+use shakmaty::{Bitboard, Chess, Move, Position, Square};
 
 use super::scoring::{BoardObs, SquareObs};
 use super::tracker::{TrackEvent, Tracker, TrackerConfig};
@@ -145,6 +145,9 @@ pub struct BoardWatcher {
     learnt: Option<shakmaty::Board>,
     /// A board found elsewhere than the tracked one, and since when.
     candidate: Option<(BoardLocation, u64)>,
+    /// The shadow map of the last location and orientation read (worked
+    /// out again only when either changes).
+    shadows: Option<(BoardLocation, Side, Option<[Bitboard; 64]>)>,
 }
 
 /// What a frame's board location means for the tracked one.
@@ -169,6 +172,7 @@ impl BoardWatcher {
             model: cfg.model.clone(),
             learnt: None,
             candidate: None,
+            shadows: None,
             cfg,
         }
     }
@@ -288,7 +292,8 @@ impl BoardWatcher {
                 occluded[side.square_of_cell(i % 8, i / 8)] = true;
             }
         }
-        let obs = board_obs(&read, &occluded);
+        let shadows = self.shadows_of(&read);
+        let obs = board_obs_shadowed(&read, &occluded, shadows.as_ref());
         // Still for as long as the motion detector needs to call the
         // scene settled, counted from the last look-back motion too.
         let settle_ms = u64::from(self.cfg.settle_frames) * SETTLE_FRAME_MS;
@@ -312,6 +317,19 @@ impl BoardWatcher {
             covered,
             reading: Some(read),
         })
+    }
+
+    /// [`shadow_map`] of a reading, cached while the board stays put.
+    fn shadows_of(&mut self, read: &FrameReading) -> Option<[Bitboard; 64]> {
+        let side = read.orientation.white_at;
+        match &self.shadows {
+            Some((loc, s, map)) if *loc == read.location && *s == side => *map,
+            _ => {
+                let map = shadow_map(&read.location, side);
+                self.shadows = Some((read.location.clone(), side, map));
+                map
+            }
+        }
     }
 
     /// Fits the classifier on a settled frame that shows the believed
@@ -375,7 +393,8 @@ impl BoardWatcher {
         if t_ms.saturating_sub(since) < RELOCATE_CONFIRM_MS {
             return Adoption::Pending;
         }
-        let obs = board_obs(read, &[false; 64]);
+        let shadows = self.shadows_of(read);
+        let obs = board_obs_shadowed(read, &[false; 64], shadows.as_ref());
         let verdict = super::scoring::score(self.tracker.position(), &obs).verdict;
         if matches!(
             verdict,
@@ -397,23 +416,40 @@ impl BoardWatcher {
 }
 
 /// The observations of a reading with the covered squares marked.
-/// With the camera pose estimated from the board's location, each
-/// square's [`SquareObs::bleed_from`] is the set of squares whose piece can
-/// make it look occupied, instead of its eight neighbours.
+/// Per square (a1 = 0), the squares whose piece can make it look occupied
+/// ([`SquareObs::bleed_from`]), from the camera pose estimated from the
+/// board's `location` seen with White at `side`; `None` when the pose
+/// cannot be estimated.
+pub fn shadow_map(location: &BoardLocation, side: Side) -> Option<[Bitboard; 64]> {
+    let view = crate::vision::viewpoint::estimate(location)?;
+    let cells = view.shadow_sources();
+    let mut out = [Bitboard::EMPTY; 64];
+    for (cell, bits) in cells.iter().enumerate() {
+        let from = &mut out[side.square_of_cell(cell % 8, cell / 8)];
+        for q in (0..64).filter(|q| bits & (1 << q) != 0) {
+            from.add(Square::new(side.square_of_cell(q % 8, q / 8) as u32));
+        }
+    }
+    Some(out)
+}
+
+/// The observations of a reading with the covered squares marked, and
+/// each square's shadows from the pose the reading's location gives.
 pub fn board_obs(read: &FrameReading, occluded: &[bool; 64]) -> BoardObs {
+    let shadows = shadow_map(&read.location, read.orientation.white_at);
+    board_obs_shadowed(read, occluded, shadows.as_ref())
+}
+
+/// [`board_obs`] with the shadows already worked out.
+fn board_obs_shadowed(
+    read: &FrameReading,
+    occluded: &[bool; 64],
+    shadows: Option<&[Bitboard; 64]>,
+) -> BoardObs {
     let mut obs = super::photo::obs_of_reading(read);
-    if let Some(view) = crate::vision::viewpoint::estimate(&read.location) {
-        let side = read.orientation.white_at;
-        let cells = view.shadow_sources();
-        for (cell, bits) in cells.iter().enumerate() {
-            let sq = side.square_of_cell(cell % 8, cell / 8);
-            let mut from = shakmaty::Bitboard::EMPTY;
-            for q in 0..64 {
-                if bits & (1 << q) != 0 {
-                    from.add(Square::new(side.square_of_cell(q % 8, q / 8) as u32));
-                }
-            }
-            obs.0[sq].bleed_from = from;
+    if let Some(shadows) = shadows {
+        for (o, from) in obs.0.iter_mut().zip(shadows) {
+            o.bleed_from = *from;
         }
     }
     for (o, &c) in obs.0.iter_mut().zip(occluded) {
