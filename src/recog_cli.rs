@@ -625,24 +625,37 @@ pub fn bench_recognition(
                     .collect::<Vec<_>>()
                     .join(" ")
             });
+            // The watcher's view of the game, replayed for SAN: its moves,
+            // and the script's robot moves once verified on the board. A
+            // move that does not fit (the replay lost step) is shown in UCI.
             let mut pos = game.start.clone();
+            let mut plies = 0;
+            fn step(pos: &mut Chess, plies: &mut usize, mv: shakmaty::Move) -> String {
+                if !pos.is_legal(mv) {
+                    return format!("{} (?)", uci_of(mv));
+                }
+                let s = san_of(pos, mv);
+                pos.play_unchecked(mv);
+                *plies += 1;
+                s
+            }
             for (frame, ev) in &r.events {
                 let what = match ev {
                     TrackEvent::Move { mv, .. } => {
-                        let s = format!("move {}", san_of(&pos, *mv));
-                        pos.play_unchecked(*mv);
-                        s
+                        format!("move {}", step(&mut pos, &mut plies, *mv))
                     }
                     TrackEvent::Resynced { moves, .. } => {
                         let sans: Vec<String> = moves
                             .iter()
-                            .map(|m| {
-                                let s = san_of(&pos, *m);
-                                pos.play_unchecked(*m);
-                                s
-                            })
+                            .map(|m| step(&mut pos, &mut plies, *m))
                             .collect();
                         format!("resynced {} moves: {}", moves.len(), sans.join(" "))
+                    }
+                    TrackEvent::RobotMoveVerified { .. } => {
+                        if let Some(mv) = game.moves.get(plies).copied() {
+                            step(&mut pos, &mut plies, mv);
+                        }
+                        format!("{ev:?}")
                     }
                     TrackEvent::Unexplained { disagreeing, .. } => {
                         format!("unexplained: {}", describe_disagreements(disagreeing))
