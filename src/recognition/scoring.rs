@@ -162,19 +162,14 @@ impl BoardObs {
     /// An empty square in the shadow of one of the board's pieces may
     /// look occupied: its term is at least [`SHADOWED_EMPTY_PROB`].
     pub fn log_likelihood(&self, board: &Board) -> f64 {
-        Square::ALL
-            .iter()
-            .filter(|sq| !self.get(**sq).occluded)
-            .map(|&sq| {
-                let obs = self.get(sq);
-                let want = Occupant::of(board, sq);
-                let mut p = f64::from(obs.p(want)).max(MIN_SQUARE_PROB);
-                if want == Occupant::Empty && shadowed(obs, board) {
-                    p = p.max(SHADOWED_EMPTY_PROB);
-                }
-                p.ln()
-            })
-            .sum()
+        self.sum_terms(board, |p, want, shadowed| {
+            let p = p.max(MIN_SQUARE_PROB);
+            if want == Occupant::Empty && shadowed {
+                p.max(SHADOWED_EMPTY_PROB)
+            } else {
+                p
+            }
+        })
     }
 
     /// [`BoardObs::log_likelihood`] for lost-track searches, which weigh
@@ -185,19 +180,27 @@ impl BoardObs {
     /// that differ only on shadowed squares then stay within the resync
     /// margin, and the person is asked.
     pub fn wary_log_likelihood(&self, board: &Board) -> f64 {
-        let occupied = board.occupied();
+        self.sum_terms(board, |p, _, shadowed| {
+            let p = if shadowed {
+                SHADOW_TRUST * p + (1.0 - SHADOW_TRUST) / 3.0
+            } else {
+                p
+            };
+            p.max(MIN_SQUARE_PROB)
+        })
+    }
+
+    /// Sum over the visible squares of ln `prob(p, want, shadowed)`: `p` is
+    /// the probability vision gave to what `board` has there (`want`), and
+    /// `shadowed` whether one of `board`'s pieces can bleed into it.
+    fn sum_terms(&self, board: &Board, prob: impl Fn(f64, Occupant, bool) -> f64) -> f64 {
         Square::ALL
             .iter()
             .filter(|sq| !self.get(**sq).occluded)
             .map(|&sq| {
                 let obs = self.get(sq);
-                let p = f64::from(obs.p(Occupant::of(board, sq)));
-                let p = if (obs.bleed_from & occupied).any() {
-                    SHADOW_TRUST * p + (1.0 - SHADOW_TRUST) / 3.0
-                } else {
-                    p
-                };
-                p.max(MIN_SQUARE_PROB).ln()
+                let want = Occupant::of(board, sq);
+                prob(f64::from(obs.p(want)), want, shadowed(obs, board)).ln()
             })
             .sum()
     }
