@@ -232,6 +232,12 @@ proptest! {
         next.play_unchecked(truth);
         let obs = noisy(&next, &mut rng, 0.5);
         match score(&pos, &obs).verdict {
+            // A promotion is committed as a queen and flagged unverified
+            // (occupancy cannot tell the piece): the squares must match.
+            Verdict::Move { mv, promotion_unverified: true, .. } => {
+                prop_assert_eq!((mv.from(), mv.to()), (truth.from(), truth.to()),
+                    "committed {} for {}", uci_of(mv), uci_of(truth));
+            }
             Verdict::Move { mv, .. } => {
                 let mut a = pos.clone(); a.play_unchecked(mv);
                 prop_assert_eq!(a.board(), next.board(), "committed {} for {}", uci_of(mv), uci_of(truth));
