@@ -107,6 +107,7 @@ pub fn journal_writer(
             white: "writer".into(),
             black: "writer".into(),
             started_ms: 0,
+            setup: None,
         };
         (journal::create(path, &start)?, Game::default())
     };

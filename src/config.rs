@@ -70,6 +70,9 @@ pub struct GameConfig {
     pub event: String,
     /// PGN `[Site]` tag of recorded games.
     pub site: String,
+    /// Clocks of a new game when the interface does not say
+    /// (`MINUTES+SECONDS` such as `15+10`); empty for no clocks.
+    pub time_control: String,
 }
 
 impl Default for LogConfig {
@@ -88,6 +91,7 @@ impl Default for GameConfig {
             journal_dir: PathBuf::from("journal"),
             event: "Casual game".to_owned(),
             site: "chessbot".to_owned(),
+            time_control: String::new(),
         }
     }
 }
@@ -139,6 +143,19 @@ impl Config {
                 "must be a directory path",
             ));
         }
+        if !self.game.time_control.trim().is_empty() {
+            if let Err(e) = self
+                .game
+                .time_control
+                .parse::<crate::game::clock::TimeControl>()
+            {
+                return Err(invalid(
+                    "game.time_control",
+                    format!("{:?}", self.game.time_control),
+                    &format!("{e}, or empty for no clocks"),
+                ));
+            }
+        }
         if let Err((key, value, allowed)) = self.service.check() {
             return Err(invalid(&key, value, &allowed));
         }
@@ -181,6 +198,17 @@ mod tests {
         let text = err.to_string();
         assert!(text.contains("test.toml"), "{text}");
         assert!(text.contains("gamez_dir"), "{text}");
+    }
+
+    #[test]
+    fn bad_time_control_names_the_key() {
+        let err =
+            Config::parse_str("[game]\ntime_control = \"5 minutes\"\n", "t.toml").unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("game.time_control"), "{text}");
+        assert!(text.contains("MINUTES+SECONDS"), "{text}");
+        let ok = Config::parse_str("[game]\ntime_control = \"15+10\"\n", "t.toml").unwrap();
+        assert_eq!(ok.game.time_control, "15+10");
     }
 
     #[test]

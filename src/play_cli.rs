@@ -85,6 +85,7 @@ pub fn run(mut config: Config, args: PlayArgs) -> anyhow::Result<ExitCode> {
         journal_dir: args.dir.join("journal"),
         event: "Simulated game".to_owned(),
         site: "chessbot simulator".to_owned(),
+        time_control: String::new(),
     });
     spec.mode = if args.record {
         PlayMode::Record

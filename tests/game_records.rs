@@ -214,6 +214,7 @@ fn sample_records() -> Vec<JournalRecord> {
         white: "W".into(),
         black: "B".into(),
         started_ms: 1_700_000_000_000,
+        setup: Some(serde_json::json!({"mode": "play", "level": 3})),
     }];
     for (i, uci) in ["e2e4", "e7e5", "g1f3", "b8c6", "f1b5"].iter().enumerate() {
         recs.push(JournalRecord::Move {
@@ -252,6 +253,21 @@ fn journal_round_trips_and_replays_the_game() {
     assert_eq!(replayed.game.moves().len(), 4);
     assert_eq!(replayed.white, "W");
     assert_eq!(replayed.game.turn(), Color::White);
+    // The caller's set-up comes back as it was written.
+    assert_eq!(
+        replayed.setup,
+        Some(serde_json::json!({"mode": "play", "level": 3}))
+    );
+    // A journal from before set-ups were kept still reads.
+    let old =
+        b"{\"t\":\"start\",\"fen\":\"rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1\"}";
+    let line = format!(
+        "{}\t{:08x}\n",
+        std::str::from_utf8(old).unwrap(),
+        crc32fast::hash(old)
+    );
+    let d = decode(line.as_bytes()).unwrap();
+    assert_eq!(replay_records(&d.records).unwrap().setup, None);
 }
 
 proptest! {
@@ -408,8 +424,14 @@ fn session_journals_every_move_resumes_and_archives_pgn() {
         white: "Ann".into(),
         black: "chessbot".into(),
     };
-    let mut s =
-        GameSession::start(&cfg, players.clone(), Chess::default(), 1_764_547_200_000).unwrap();
+    let mut s = GameSession::start(
+        &cfg,
+        players.clone(),
+        Chess::default(),
+        1_764_547_200_000,
+        None,
+    )
+    .unwrap();
     for m in ["e4", "e5", "Qh5", "Nc6", "Bc4", "Nf6"] {
         let mv = parse_move(s.game().position(), m).unwrap();
         s.play(mv, Some(1), Some(2_500), None).unwrap();
@@ -418,7 +440,7 @@ fn session_journals_every_move_resumes_and_archives_pgn() {
     let bad = parse_move(&Chess::default(), "e4").unwrap();
     assert!(s.play(bad, None, None, None).is_err());
     // A second game cannot start over the running one.
-    assert!(GameSession::start(&cfg, players.clone(), Chess::default(), 0).is_err());
+    assert!(GameSession::start(&cfg, players.clone(), Chess::default(), 0, None).is_err());
     drop(s); // the process "dies" here
 
     let mut s = GameSession::resume(&cfg)

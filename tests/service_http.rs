@@ -411,3 +411,61 @@ fn clocks_run_for_the_side_to_move_stop_when_paused_and_a_fallen_flag_ends_the_g
     assert!(core.human_move("e5", t0 + 141_000).is_err());
     assert_eq!(core.status().moves, ["e4"]);
 }
+
+#[test]
+fn a_resumed_game_keeps_its_mode_colour_level_and_clocks_and_the_arm_is_not_timed() {
+    use chessbot::service::core::{Effect, NewGameRequest};
+    let dir = tempfile::tempdir().unwrap();
+    let t0: i64 = 1_764_547_200_000;
+    {
+        let mut core = Core::new(dirs(dir.path()), true).unwrap();
+        let req: NewGameRequest = serde_json::from_value(
+            json!({"mode": "play", "color": "black", "level": 3, "time_control": "3+2"}),
+        )
+        .unwrap();
+        let effects = core.new_game(req, t0).unwrap();
+        assert!(effects.contains(&Effect::ThinkFor(shakmaty::Color::White)));
+        // The robot may think for 1/25 of its 3 minutes plus 3/4 of the
+        // increment (the engine's own time manager).
+        assert_eq!(
+            core.think_time(t0),
+            Some(std::time::Duration::from_millis(180_000 / 25 + 1_500))
+        );
+        let e4 = chessbot::game::parse_move(&shakmaty::Chess::default(), "e4").unwrap();
+        core.engine_move(e4, Some(20), t0 + 1_000).unwrap();
+        // While the arm plays e4 neither clock runs.
+        core.tick(t0 + 5_000);
+        let clock = serde_json::to_value(core.status().clock).unwrap();
+        assert_eq!(clock["running"], Value::Null, "{clock}");
+        assert_eq!(clock["white_ms"], 181_000);
+        assert_eq!(clock["black_ms"], 180_000);
+        core.arm_done();
+        core.tick(t0 + 6_000);
+        core.human_move("e5", t0 + 16_000).unwrap();
+        assert_eq!(core.status().clock.unwrap().black_ms, 172_000);
+    } // the process "dies" while the robot is to move
+    let mut core = Core::new(dirs(dir.path()), true).unwrap();
+    let st = core.status();
+    assert_eq!(st.moves, ["e4", "e5"]);
+    assert_eq!(
+        (st.mode, st.human, st.level),
+        (
+            chessbot::service::core::Mode::Play,
+            chessbot::service::core::ColorName::Black,
+            3
+        )
+    );
+    assert!(st.paused);
+    assert_eq!(
+        serde_json::to_value(st.clock).unwrap(),
+        json!({"control": "3+2", "white_ms": 181_000, "black_ms": 172_000, "running": null})
+    );
+    // Resuming gives the move back to the robot, and its clock runs.
+    let effects = core.resume();
+    assert!(effects.contains(&Effect::ThinkFor(shakmaty::Color::White)));
+    core.tick(t0 + 100_000);
+    assert_eq!(
+        core.status().clock.unwrap().running,
+        Some(chessbot::service::core::ColorName::White)
+    );
+}

@@ -72,6 +72,16 @@ impl Clock {
         }
     }
 
+    /// Clocks that stopped with `remaining` time left (a game resumed
+    /// from its journal); neither runs until [`Clock::start`].
+    pub fn resumed(control: TimeControl, remaining: ByColor<u64>) -> Clock {
+        Clock {
+            control,
+            remaining,
+            running: None,
+        }
+    }
+
     pub fn control(&self) -> TimeControl {
         self.control
     }

@@ -42,6 +42,11 @@ pub enum JournalRecord {
         black: String,
         #[serde(default)]
         started_ms: i64,
+        /// How the program that started the game set it up (mode, the
+        /// person's colour, level, clocks), opaque to the journal: the
+        /// service reads it back to resume the same game.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        setup: Option<serde_json::Value>,
     },
     Move {
         uci: String,
@@ -168,6 +173,7 @@ pub struct Replayed {
     pub white: String,
     pub black: String,
     pub started_ms: i64,
+    pub setup: Option<serde_json::Value>,
 }
 
 /// Rebuilds the game from decoded records.
@@ -179,6 +185,7 @@ pub fn replay_records(records: &[(usize, JournalRecord)]) -> Result<Replayed, Jo
         white,
         black,
         started_ms,
+        setup,
     } = first
     else {
         return Err(JournalError::Illegal {
@@ -250,6 +257,7 @@ pub fn replay_records(records: &[(usize, JournalRecord)]) -> Result<Replayed, Jo
         white: white.clone(),
         black: black.clone(),
         started_ms: *started_ms,
+        setup: setup.clone(),
     })
 }
 

@@ -44,18 +44,21 @@ pub struct GameSession {
     games_dir: PathBuf,
     players: Players,
     started_ms: i64,
+    setup: Option<serde_json::Value>,
     event: String,
     site: String,
 }
 
 impl GameSession {
     /// Starts a new game; refuses when a game is still journaled (resume
-    /// or finish it first).
+    /// or finish it first). `setup` is kept in the journal as it is, for
+    /// the caller to read back on resume.
     pub fn start(
         cfg: &GameConfig,
         players: Players,
         start: Chess,
         now_ms: i64,
+        setup: Option<serde_json::Value>,
     ) -> Result<GameSession, SessionError> {
         let journal_path = cfg.journal_dir.join(CURRENT_JOURNAL);
         let record = JournalRecord::Start {
@@ -63,6 +66,7 @@ impl GameSession {
             white: players.white.clone(),
             black: players.black.clone(),
             started_ms: now_ms,
+            setup: setup.clone(),
         };
         let journal = journal::create(&journal_path, &record)?;
         Ok(GameSession {
@@ -72,6 +76,7 @@ impl GameSession {
             games_dir: cfg.games_dir.clone(),
             players,
             started_ms: now_ms,
+            setup,
             event: cfg.event.clone(),
             site: cfg.site.clone(),
         })
@@ -98,6 +103,7 @@ impl GameSession {
                 black: r.black,
             },
             started_ms: r.started_ms,
+            setup: r.setup,
             event: cfg.event.clone(),
             site: cfg.site.clone(),
         }))
@@ -109,6 +115,11 @@ impl GameSession {
 
     pub fn players(&self) -> &Players {
         &self.players
+    }
+
+    /// The set-up kept with the game's start record.
+    pub fn setup(&self) -> Option<&serde_json::Value> {
+        self.setup.as_ref()
     }
 
     pub fn journal_path(&self) -> &Path {

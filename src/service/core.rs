@@ -87,8 +87,23 @@ pub struct NewGameRequest {
     /// In assist mode: the engine, or another person on the board.
     #[serde(default)]
     pub opponent: Opponent,
-    /// Clocks, `MINUTES+SECONDS` (`5+3`); none when absent or empty.
+    /// Clocks, `MINUTES+SECONDS` (`5+3`); none when empty, the config's
+    /// `game.time_control` when absent.
     #[serde(default)]
+    pub time_control: Option<String>,
+}
+
+/// How a game was set up, kept in its journal so that a game resumed
+/// after a restart goes on the same way (same mode, colours, level and
+/// clocks).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GameSetup {
+    pub mode: Mode,
+    pub opponent: Opponent,
+    pub human: ColorName,
+    pub level: u8,
+    /// `MINUTES+SECONDS`, when the game has clocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_control: Option<String>,
 }
 
@@ -201,6 +216,8 @@ pub struct Status {
     pub camera: CameraStatus,
     /// The clocks of a timed game.
     pub clock: Option<ClockStatus>,
+    /// The config's time control for new games (empty: no clocks).
+    pub default_time_control: String,
 }
 
 /// The clocks as the page shows them: time left when the status was made
@@ -244,8 +261,9 @@ pub struct Core {
     eval_cp: Option<i32>,
     has_arm: bool,
     camera: CameraStatus,
-    /// The clocks of a timed game (not journaled: a game resumed after a
-    /// restart goes on without them).
+    /// The clocks of a timed game. After a restart they go on from the
+    /// time left after each side's last journaled move (the time the side
+    /// to move spent before the crash is not known, and not charged).
     clock: Option<Clock>,
     /// When the clocks were last brought up to date.
     clock_at_ms: i64,
@@ -277,8 +295,9 @@ impl Core {
             clock_at_ms: 0,
         };
         if let Some(s) = session {
+            let setup_note = core.restore_setup(&s);
             core.message = format!(
-                "Resumed the game between {} and {} after {} moves. Please check the board.",
+                "Resumed the game between {} and {} after {} moves.{setup_note} Please check the board.",
                 s.players().white,
                 s.players().black,
                 s.game().moves().len()
@@ -288,6 +307,50 @@ impl Core {
             core.session = Some(s);
         }
         Ok(core)
+    }
+
+    /// Takes the mode, colours, level and clocks of a resumed game from
+    /// its journal; returns a sentence for the person when they could not
+    /// be read (a journal from an older version keeps the defaults).
+    fn restore_setup(&mut self, s: &GameSession) -> String {
+        let setup = match s.setup().map(GameSetup::deserialize) {
+            Some(Ok(setup)) => setup,
+            Some(Err(e)) => {
+                tracing::warn!("journal set-up unreadable: {e}");
+                return " Its settings could not be read; check mode and colour.".into();
+            }
+            None => return String::new(),
+        };
+        self.mode = setup.mode;
+        self.opponent = setup.opponent;
+        self.human = setup.human.into();
+        self.level = setup.level.min(MAX_LEVEL);
+        let control = setup.time_control.as_deref().map(str::parse::<TimeControl>);
+        self.clock = match control {
+            Some(Ok(tc)) => {
+                let g = s.game();
+                let first = g.start().turn();
+                let mut left = shakmaty::ByColor::new_with(|_| tc.base_ms);
+                for (i, m) in g.moves().iter().enumerate() {
+                    let mover = if i % 2 == 0 { first } else { !first };
+                    if let Some(c) = m.clock_ms {
+                        *left.get_mut(mover) = c;
+                    }
+                }
+                Some(Clock::resumed(tc, left))
+            }
+            Some(Err(e)) => {
+                tracing::warn!("journal time control unreadable: {e}");
+                None
+            }
+            None => None,
+        };
+        if self.mode == Mode::Assist && !self.has_arm {
+            // Nothing can play the person's moves on the board now.
+            self.mode = Mode::Play;
+            return " Assist mode needs the arm, which is not connected; the game goes on in play mode.".into();
+        }
+        String::new()
     }
 
     pub fn session(&self) -> Option<&GameSession> {
@@ -374,6 +437,7 @@ impl Core {
                     running: c.running_side().map(Into::into),
                 }
             }),
+            default_time_control: self.cfg.time_control.clone(),
         }
     }
 
@@ -444,11 +508,14 @@ impl Core {
                 "assist mode needs an arm to play the moves on the board".into(),
             ));
         }
-        let control = match req.time_control.as_deref().map(str::trim) {
-            Some(t) if !t.is_empty() => {
-                Some(t.parse::<TimeControl>().map_err(CommandError::Invalid)?)
-            }
-            _ => None,
+        let control = match req
+            .time_control
+            .as_deref()
+            .unwrap_or(&self.cfg.time_control)
+            .trim()
+        {
+            "" => None,
+            t => Some(t.parse::<TimeControl>().map_err(CommandError::Invalid)?),
         };
         let mut effects = Vec::new();
         if let Some(old) = self.session.take() {
@@ -465,7 +532,20 @@ impl Core {
             white: req.white.clone().unwrap_or(white),
             black: req.black.clone().unwrap_or(black),
         };
-        let session = GameSession::start(&self.cfg, players, start, now_ms)?;
+        let opponent = if req.mode == Mode::Play {
+            Opponent::Engine
+        } else {
+            req.opponent
+        };
+        let setup = GameSetup {
+            mode: req.mode,
+            opponent,
+            human: req.color,
+            level: req.level,
+            time_control: control.map(|tc| tc.to_string()),
+        };
+        let setup = serde_json::to_value(&setup).expect("a game set-up always serializes");
+        let session = GameSession::start(&self.cfg, players, start, now_ms, Some(setup))?;
         // White's clock (or the side to move's) starts with the game.
         self.clock = control.map(|tc| {
             let mut c = Clock::new(tc);
@@ -475,11 +555,7 @@ impl Core {
         self.clock_at_ms = now_ms;
         self.session = Some(session);
         self.mode = req.mode;
-        self.opponent = if req.mode == Mode::Play {
-            Opponent::Engine
-        } else {
-            req.opponent
-        };
+        self.opponent = opponent;
         self.human = human;
         self.level = req.level;
         self.paused = false;
@@ -541,7 +617,10 @@ impl Core {
             self.after_move(effects);
             return true;
         }
-        let want = (!self.paused && !over).then(|| s.game().turn());
+        // No clock runs while the arm moves: the person cannot move then,
+        // and the arm's speed is not the robot's thinking.
+        let arm_busy = matches!(self.arm, ArmStatus::Moving { .. });
+        let want = (!self.paused && !over && !arm_busy).then(|| s.game().turn());
         if clock.running_side() != want {
             clock.pause(now);
             if let Some(side) = want {
@@ -549,6 +628,27 @@ impl Core {
             }
         }
         false
+    }
+
+    /// How long the engine may think now, in a game with clocks: the
+    /// share of the side to move's time left that a time manager plans
+    /// for one move ([`Limits::time_budget`]'s soft budget).
+    ///
+    /// [`Limits::time_budget`]: crate::engine::Limits::time_budget
+    pub fn think_time(&self, now_ms: i64) -> Option<std::time::Duration> {
+        use std::time::Duration;
+        let clock = self.clock.as_ref()?;
+        let side = self.session.as_ref()?.game().turn();
+        let left = Duration::from_millis(clock.remaining(side, ms(now_ms)));
+        let inc = Duration::from_millis(clock.control().increment_ms);
+        let limits = crate::engine::Limits {
+            wtime: Some(left),
+            btime: Some(left),
+            winc: Some(inc),
+            binc: Some(inc),
+            ..Default::default()
+        };
+        limits.time_budget(side, Duration::ZERO).0
     }
 
     /// A person says what stands on the board (the page's board to fix,
@@ -696,6 +796,10 @@ impl Core {
         self.clock = clock;
         self.question = None;
         if by_arm && self.has_arm {
+            if let Some(c) = self.clock.as_mut() {
+                // The next side's clock starts when the arm is done.
+                c.pause(ms(now_ms));
+            }
             self.arm = ArmStatus::Moving { mv: uci_of(mv) };
             effects.push(Effect::ArmPlay(mv));
         }

@@ -84,7 +84,12 @@ impl MoveChooser for EngineChooser {
         self.notice.take()
     }
 
-    fn choose(&mut self, game: &Game, level: u8) -> Result<(Move, Option<i32>), String> {
+    fn choose(
+        &mut self,
+        game: &Game,
+        level: u8,
+        max_time: Option<Duration>,
+    ) -> Result<(Move, Option<i32>), String> {
         if let Kind::Builtin { hash_mb, overhead } = self.kind {
             if level != self.level {
                 self.player = Box::new(BuiltinPlayer::new(hash_mb, level, overhead, LEVEL_SEED));
@@ -92,7 +97,7 @@ impl MoveChooser for EngineChooser {
             }
         }
         let moves: Vec<Move> = game.moves().iter().map(|r| r.mv).collect();
-        let limits = Limits::movetime(self.move_time);
+        let limits = Limits::movetime(max_time.map_or(self.move_time, |t| t.min(self.move_time)));
         let (mv, score) = self
             .player
             .choose(game.start(), &moves, &limits)
@@ -124,13 +129,17 @@ mod tests {
         let mut chooser = EngineChooser::from_config(&cfg, Duration::from_millis(200)).unwrap();
         // Black's queen on d4 hangs to the e3 pawn.
         let game = Game::from_fen("4k3/8/8/8/3q4/4P3/8/4K3 w - - 0 1").unwrap();
-        let (mv, eval) = chooser.choose(&game, 20).unwrap();
+        let (mv, eval) = chooser.choose(&game, 20, None).unwrap();
         assert_eq!(mv.to_string(), "e3xd4");
         // Before the capture Black is a queen up; after it White is a pawn up.
         assert!(eval.unwrap() > 50, "{eval:?}");
         // At level 5 the move is still legal.
         let (mv, _) = chooser
-            .choose(&Game::new(shakmaty::Chess::default()), 5)
+            .choose(
+                &Game::new(shakmaty::Chess::default()),
+                5,
+                Some(Duration::from_millis(50)),
+            )
             .unwrap();
         assert!(Game::new(shakmaty::Chess::default())
             .legal_moves()

@@ -19,7 +19,14 @@ use crate::game::Game;
 pub trait MoveChooser: Send + 'static {
     /// The move to play in the game's current position at `level` (0..=20),
     /// with an evaluation in centipawns from White's side when known.
-    fn choose(&mut self, game: &Game, level: u8) -> Result<(Move, Option<i32>), String>;
+    /// `max_time`, in a game with clocks, is what the robot's clock allows
+    /// for this move; the search must not take longer.
+    fn choose(
+        &mut self,
+        game: &Game,
+        level: u8,
+        max_time: Option<std::time::Duration>,
+    ) -> Result<(Move, Option<i32>), String>;
     /// Something the person should know about the last choice (an
     /// external engine crashed and was restarted or replaced).
     fn take_notice(&mut self) -> Option<String> {
@@ -192,16 +199,17 @@ impl Service {
             self.apply(effects);
             return;
         };
-        let (game, level) = {
+        let now = self.now_ms();
+        let (game, level, max_time) = {
             let core = self.core();
             match core.session() {
-                Some(s) => (s.game().clone(), core.level()),
+                Some(s) => (s.game().clone(), core.level(), core.think_time(now)),
                 None => return,
             }
         };
         let (choice, notice) = {
             let mut c = chooser.lock().unwrap_or_else(|p| p.into_inner());
-            let choice = c.choose(&game, level);
+            let choice = c.choose(&game, level, max_time);
             (choice, c.take_notice())
         };
         if let Some(text) = notice {

@@ -13,7 +13,12 @@ use shakmaty::Move;
 /// Test double: plays the first legal move in the order shakmaty generates.
 pub struct FirstMove;
 impl MoveChooser for FirstMove {
-    fn choose(&mut self, game: &Game, _level: u8) -> Result<(Move, Option<i32>), String> {
+    fn choose(
+        &mut self,
+        game: &Game,
+        _level: u8,
+        _max_time: Option<std::time::Duration>,
+    ) -> Result<(Move, Option<i32>), String> {
         game.legal_moves()
             .first()
             .copied()

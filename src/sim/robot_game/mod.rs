@@ -300,7 +300,13 @@ fn history_of(game: &Game) -> Vec<u64> {
 }
 
 impl MoveChooser for EngineChooser {
-    fn choose(&mut self, game: &Game, level: u8) -> Result<(Move, Option<i32>), String> {
+    fn choose(
+        &mut self,
+        game: &Game,
+        level: u8,
+        _max_time: Option<std::time::Duration>,
+    ) -> Result<(Move, Option<i32>), String> {
+        // The simulator's scripted engine is node-limited, far inside any clock.
         let pos = game.position();
         let (mv, score) = self
             .pick(pos, &history_of(game), level)
@@ -858,7 +864,7 @@ impl SimRobotGame {
                 self.pending.extend(faults);
                 let t0 = Instant::now();
                 let (mv, eval) = chooser
-                    .choose(&game, self.spec.level)
+                    .choose(&game, self.spec.level, None)
                     .map_err(PlayError::Stuck)?;
                 // Thinking takes (real) time: the virtual clock follows it.
                 self.phys.time.advance(t0.elapsed());
