@@ -153,7 +153,8 @@ fn chessbot_binary() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_chessbot")))
 }
 
-fn start_server(dir: &Path) -> (Proc, String) {
+/// `chessbot serve` on a free port with `args` (the arm, the camera).
+fn start_server(dir: &Path, args: &[&str]) -> (Proc, String) {
     let config = dir.join("chessbot.toml");
     std::fs::write(
         &config,
@@ -172,7 +173,7 @@ fn start_server(dir: &Path) -> (Proc, String) {
             .arg("--config")
             .arg(&config)
             .arg("serve")
-            .args(["--sim-arm", ARM_SPEED])
+            .args(args)
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1"),
     );
@@ -600,11 +601,15 @@ const NAMED_ROLES: &[&str] = &[
 
 // ---------------------------------------------------------------- the test
 
-#[test]
-fn keyboard_only_game_in_headless_chromium() {
+/// The browser tests start servers and Chromium of their own; one at a
+/// time, so that two do not share the 2 cores and miss their deadlines.
+static ONE_BROWSER: Mutex<()> = Mutex::new(());
+
+/// Chromium, unless the browser tests are skipped (`None`).
+fn chromium_or_skip() -> Option<PathBuf> {
     if std::env::var("CHESSBOT_SKIP_BROWSER").as_deref() == Ok("1") {
         eprintln!("browser test skipped: CHESSBOT_SKIP_BROWSER=1");
-        return;
+        return None;
     }
     let Some(chromium) = find_chromium() else {
         panic!(
@@ -613,11 +618,12 @@ fn keyboard_only_game_in_headless_chromium() {
              command, scripts/test.sh, runs it), or set CHESSBOT_SKIP_BROWSER=1 to skip."
         );
     };
-    let started = Instant::now();
-    let dir = tempfile::tempdir().unwrap();
-    let (server, base) = start_server(dir.path());
-    let (_browser, devtools) = start_chromium(&chromium, &dir.path().join("profile"));
+    Some(chromium)
+}
 
+/// A tab of a fresh headless Chromium, attached to a running server.
+fn open_tab(chromium: &Path, dir: &Path, server: Proc) -> (Proc, Page) {
+    let (browser, devtools) = start_chromium(chromium, &dir.join("profile"));
     let mut cdp = Cdp::connect(&devtools);
     // A tab of our own: the start-up tab may not exist yet when DevTools
     // starts listening.
@@ -632,7 +638,19 @@ fn keyboard_only_game_in_headless_chromium() {
         )
         .unwrap_or_else(|e| panic!("attaching to Chromium's tab: {e}"));
     cdp.session = Some(attached["sessionId"].as_str().unwrap().to_string());
-    let mut page = Page { cdp, server };
+    (browser, Page { cdp, server })
+}
+
+#[test]
+fn keyboard_only_game_in_headless_chromium() {
+    let Some(chromium) = chromium_or_skip() else {
+        return;
+    };
+    let _one = ONE_BROWSER.lock().unwrap_or_else(|p| p.into_inner());
+    let started = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let (server, base) = start_server(dir.path(), &["--sim-arm", ARM_SPEED]);
+    let (_browser, mut page) = open_tab(&chromium, dir.path(), server);
 
     // --- open the page
     let step = "open the page";
@@ -754,26 +772,7 @@ fn keyboard_only_game_in_headless_chromium() {
     let step = "save a screenshot";
     // Typing in the lower form scrolled the page: show it from the top.
     page.eval(step, "window.scrollTo(0, 0)");
-    let shot = page.call(step, "Page.captureScreenshot", json!({ "format": "png" }));
-    let png =
-        base64_decode(shot["data"].as_str().unwrap_or("")).unwrap_or_else(|e| page.fail(step, e));
-    let path = if std::env::var("CHESSBOT_UPDATE_SCREENSHOT").as_deref() == Ok("1") {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/screenshots/web.png")
-    } else {
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join("web.png")
-    };
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(&path, &png).unwrap();
-    eprintln!("screenshot: {} ({} bytes)", path.display(), png.len());
-    if png.len() > MAX_SCREENSHOT_BYTES {
-        page.fail(
-            step,
-            format!(
-                "the screenshot is {} bytes, over {MAX_SCREENSHOT_BYTES}",
-                png.len()
-            ),
-        );
-    }
+    save_screenshot(&mut page, step, "web.png");
 
     // --- "Fix the board", keyboard only: open it, switch a8 (a black
     // rook) to empty with Enter, move down a rank with the arrow key,
@@ -843,6 +842,145 @@ fn keyboard_only_game_in_headless_chromium() {
 
     let _ = page.cdp.call("Browser.close", json!({}));
     eprintln!("browser test took {:.1} s", started.elapsed().as_secs_f64());
+}
+
+/// Record mode with a camera: a scripted person's game, rendered by the
+/// simulator into an image folder, is watched by the server; the page shows
+/// the camera view with its grid, the moves seen on the board appear in the
+/// move list, and the live PGN URL serves them.
+#[test]
+fn record_mode_shows_the_camera_view_and_the_moves_seen() {
+    let Some(chromium) = chromium_or_skip() else {
+        return;
+    };
+    let _one = ONE_BROWSER.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let frames = dir.path().join("frames");
+    let rendered = Command::new(chessbot_binary())
+        .args([
+            "sim",
+            "game",
+            "--moves",
+            "1. e4 e5 2. Nf3",
+            "--width",
+            "480",
+            "--height",
+            "360",
+        ])
+        .arg("--out")
+        .arg(&frames)
+        .output()
+        .expect("running chessbot sim game");
+    assert!(
+        rendered.status.success(),
+        "sim game failed: {}",
+        String::from_utf8_lossy(&rendered.stderr)
+    );
+    let (server, base) = start_server(dir.path(), &["--frames", frames.to_str().unwrap()]);
+    let (_browser, mut page) = open_tab(&chromium, dir.path(), server);
+    let step = "open the page";
+    if let Err(e) = page.cdp.viewport(DESKTOP, false) {
+        page.fail(step, e);
+    }
+    page.call(step, "Page.navigate", json!({ "url": format!("{base}/") }));
+    page.wait_until(
+        step,
+        "document.readyState === 'complete' && document.querySelectorAll('#board .sq').length === 64",
+        Duration::from_secs(10),
+    );
+
+    let step = "start a record-mode game";
+    page.eval(
+        step,
+        "(() => { const m = document.getElementById('mode'); m.value = 'record'; \
+                  m.dispatchEvent(new Event('change')); \
+                  document.getElementById('newgame').click(); return true; })()",
+    );
+    page.wait_until(
+        step,
+        "document.getElementById('summary').textContent.includes('Mode: record.')",
+        Duration::from_secs(10),
+    );
+
+    let step = "the camera view shows";
+    page.wait_until(
+        step,
+        "!document.getElementById('camera-box').hidden \
+         && document.getElementById('camera').complete \
+         && document.getElementById('camera').naturalWidth === 480",
+        Duration::from_secs(10),
+    );
+
+    let step = "the moves played on the board appear";
+    page.wait_until(
+        step,
+        "(() => { const t = document.getElementById('moves').textContent.replace(/\\s+/g, ' ').trim(); \
+                  return t.includes('e4 e5') && t.includes('Nf3') ? t : ''; })()",
+        REPLY_TIMEOUT,
+    );
+    page.wait_until(
+        step,
+        "document.getElementById('camera-state').textContent.length > 1",
+        Duration::from_secs(2),
+    );
+    check_names(&mut page);
+    check_contrast(
+        &mut page,
+        "text contrast in record mode with the camera view",
+    );
+
+    let step = "the live PGN URL serves the game";
+    page.eval(
+        step,
+        "fetch('/games/current.pgn').then(r => r.text()).then(t => { window.pgnText = t; }); true",
+    );
+    let pgn = page.wait_until(step, "window.pgnText || ''", Duration::from_secs(5));
+    let pgn = pgn.as_str().unwrap_or("").to_string();
+    if !pgn.contains("1. e4") || !pgn.contains("e5") || !pgn.contains("2. Nf3") {
+        page.fail(step, format!("/games/current.pgn is {pgn:?}"));
+    }
+
+    let step = "save a screenshot";
+    // Tall enough to show the camera view under the board.
+    if let Err(e) = page.cdp.viewport((DESKTOP.0, 1400), false) {
+        page.fail(step, e);
+    }
+    page.eval(step, "window.scrollTo(0, 0)");
+    save_screenshot(&mut page, step, "record.jpg");
+    let _ = page.cdp.call("Browser.close", json!({}));
+}
+
+/// Saves the page as `name`: into docs/screenshots/ (committed for review)
+/// with CHESSBOT_UPDATE_SCREENSHOT=1, else into the target folder.
+fn save_screenshot(page: &mut Page, step: &str, name: &str) {
+    // A page with the camera's picture in it compresses far better as JPEG.
+    let params = if name.ends_with(".jpg") {
+        json!({ "format": "jpeg", "quality": 80 })
+    } else {
+        json!({ "format": "png" })
+    };
+    let shot = page.call(step, "Page.captureScreenshot", params);
+    let png =
+        base64_decode(shot["data"].as_str().unwrap_or("")).unwrap_or_else(|e| page.fail(step, e));
+    let path = if std::env::var("CHESSBOT_UPDATE_SCREENSHOT").as_deref() == Ok("1") {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("docs/screenshots")
+            .join(name)
+    } else {
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
+    };
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, &png).unwrap();
+    eprintln!("screenshot: {} ({} bytes)", path.display(), png.len());
+    if png.len() > MAX_SCREENSHOT_BYTES {
+        page.fail(
+            step,
+            format!(
+                "the screenshot is {} bytes, over {MAX_SCREENSHOT_BYTES}",
+                png.len()
+            ),
+        );
+    }
 }
 
 /// Every interactive node in Chromium's accessibility tree has a name.

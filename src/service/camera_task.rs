@@ -65,6 +65,10 @@ fn run(
     // to keep going forward.
     let mut last_ms = 0u64;
     let mut next_overlay_ms = 0u64;
+    // The last frame read and not yet shown on the page: shown when a
+    // recording ends, so the page keeps the final position, not one from
+    // up to a second before.
+    let mut unshown: Option<(RgbImage, WatchOutput)> = None;
     let mut was_lost = false;
     loop {
         let mut source = match open() {
@@ -85,6 +89,12 @@ fn run(
             let frame = match source.next_frame() {
                 Ok(Some(f)) => f,
                 Ok(None) => {
+                    if let Some((image, out)) = unshown.take() {
+                        match picture(&image, &out) {
+                            Ok(jpeg) => service.set_camera_image(jpeg),
+                            Err(e) => tracing::warn!("camera: picture for the page: {e}"),
+                        }
+                    }
                     let changed = service.core().set_camera(CameraStatus::Ended);
                     if changed {
                         service.apply(Vec::new());
@@ -123,7 +133,8 @@ fn run(
                     continue;
                 }
             };
-            if t_ms >= next_overlay_ms {
+            let shown = t_ms >= next_overlay_ms;
+            if shown {
                 next_overlay_ms = t_ms + OVERLAY_EVERY_MS;
                 match picture(&frame.image, &out) {
                     Ok(jpeg) => service.set_camera_image(jpeg),
@@ -135,6 +146,7 @@ fn run(
             if changed {
                 service.apply(effects);
             }
+            unshown = (!shown && opts.recorded).then_some((frame.image, out));
         }
     }
 }
