@@ -115,6 +115,7 @@ fn phantom(obs: &mut BoardObs, sq: Square, from: Bitboard) {
         sq,
         SquareObs {
             bleed_from: from,
+            changed: None,
             ..SquareObs::certain(Occupant::White)
         },
     );
@@ -155,6 +156,76 @@ fn phantoms_in_a_piece_shadow_are_excused_and_nowhere_else() {
 }
 
 #[test]
+fn moves_the_squares_cannot_tell_apart_are_told_by_the_piece_that_left() {
+    // 1. c3 d6 2. e3 Bd7 seen from low behind White: the back rank is in
+    // the shadow of the seventh, and c8 (empty now) still looks occupied.
+    // Bd7, Nd7, Qd7 and Kd7 explain the squares equally well.
+    let pos = after(&Chess::default(), "c3 d6 e3");
+    let played = after(&pos, "Bd7");
+    let rank7 = Bitboard::from_rank(shakmaty::Rank::Seventh);
+    let mut obs = obs_of(&played);
+    for sq in Bitboard::from_rank(shakmaty::Rank::Eighth) {
+        let seen = if sq == Square::C8 {
+            SquareObs::certain(Occupant::Black)
+        } else {
+            *obs.get(sq)
+        };
+        obs.set(
+            sq,
+            SquareObs {
+                bleed_from: rank7,
+                ..seen
+            },
+        );
+    }
+    assert_eq!(score(&pos, &obs).verdict, Verdict::Uncertain);
+    let with_changes = |c8: Option<f32>, d8: Option<f32>, e8: Option<f32>| {
+        let mut o = obs.clone();
+        // The knight on b8 and the other back-rank pieces stood still.
+        for sq in Bitboard::from_rank(shakmaty::Rank::Eighth) {
+            o.set(
+                sq,
+                SquareObs {
+                    changed: Some(0.0),
+                    ..*o.get(sq)
+                },
+            );
+        }
+        for (sq, c) in [(Square::C8, c8), (Square::D8, d8), (Square::E8, e8)] {
+            o.set(
+                sq,
+                SquareObs {
+                    changed: c,
+                    ..*o.get(sq)
+                },
+            );
+        }
+        score(&pos, &o).verdict
+    };
+    // The bishop's silhouette changed, the queen's and king's did not.
+    match with_changes(Some(0.7), Some(0.0), Some(0.05)) {
+        Verdict::Move { mv, confidence, .. } => {
+            assert_eq!(uci_of(mv), "c8d7");
+            assert!(confidence > 0.99, "{confidence}");
+        }
+        v => panic!("expected Bd7, got {v:?}"),
+    }
+    // Two pieces seem gone, one not measured, or one neither gone nor
+    // standing: nothing is decided.
+    for (c8, d8, e8) in [
+        (Some(0.7), Some(0.7), Some(0.0)),
+        (Some(0.7), Some(0.0), None),
+        (Some(0.7), Some(0.2), Some(0.0)),
+    ] {
+        assert_eq!(
+            with_changes(c8, d8, e8),
+            Verdict::Uncertain,
+            "{c8:?} {d8:?} {e8:?}"
+        );
+    }
+}
+
+#[test]
 fn colour_misreads_behind_a_piece_are_excused_from_the_shadow_allowance() {
     // 1. c3 d6 seen from low behind White: the pawn that arrived on d6
     // hides e7's pawn, and f7's hides g8's knight; both read white.
@@ -165,6 +236,7 @@ fn colour_misreads_behind_a_piece_are_excused_from_the_shadow_allowance() {
             sq,
             SquareObs {
                 bleed_from: from,
+                changed: None,
                 ..SquareObs::certain(Occupant::White)
             },
         )
@@ -464,6 +536,7 @@ fn a_lost_track_told_only_by_shadowed_squares_is_asked_not_guessed() {
             sq,
             SquareObs {
                 bleed_from: Square::B7.into(),
+                changed: None,
                 ..o
             },
         );

@@ -9,6 +9,7 @@
 //! Pure logic: observations come in, decisions go out.
 
 pub mod bench;
+pub mod change;
 pub mod photo;
 pub mod scoring;
 pub mod tracker;

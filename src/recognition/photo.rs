@@ -95,6 +95,7 @@ pub fn obs_of_reading(read: &FrameReading) -> BoardObs {
             p_black: s.p_black / total,
             occluded: false,
             bleed_from: shakmaty::Bitboard::EMPTY,
+            changed: None,
         }
     }))
 }
@@ -119,6 +120,7 @@ pub fn best_side(read: &FrameReading, board: &Board) -> Side {
                 p_black: pb,
                 occluded: false,
                 bleed_from: shakmaty::Bitboard::EMPTY,
+                changed: None,
             }
         }));
         obs.log_likelihood(board)

@@ -148,6 +148,18 @@ pub struct BoardWatcher {
     /// The shadow map of the last location and orientation read (worked
     /// out again only when either changes).
     shadows: Option<(BoardLocation, Side, Option<[Bitboard; 64]>)>,
+    /// The last settled frame that showed the believed position, where it
+    /// was and which position: what a move's frames are compared with to
+    /// see which piece left ([`super::change`]).
+    reference: Option<Reference>,
+}
+
+#[derive(Debug, Clone)]
+struct Reference {
+    image: RgbImage,
+    location: BoardLocation,
+    side: Side,
+    board: shakmaty::Board,
 }
 
 /// What a frame's board location means for the tracked one.
@@ -173,6 +185,7 @@ impl BoardWatcher {
             learnt: None,
             candidate: None,
             shadows: None,
+            reference: None,
             cfg,
         }
     }
@@ -293,7 +306,7 @@ impl BoardWatcher {
             }
         }
         let shadows = self.shadows_of(&read);
-        let obs = board_obs_shadowed(&read, &occluded, shadows.as_ref());
+        let mut obs = board_obs_shadowed(&read, &occluded, shadows.as_ref());
         // Still for as long as the motion detector needs to call the
         // scene settled, counted from the last look-back motion too.
         let settle_ms = u64::from(self.cfg.settle_frames) * SETTLE_FRAME_MS;
@@ -303,6 +316,9 @@ impl BoardWatcher {
                 .is_some_and(|m| t_ms.saturating_sub(m) < settle_ms);
         if !busy && self.cfg.self_calibrate {
             self.learn(image, &read, &obs);
+        }
+        if !busy {
+            self.compare_with_reference(image, &read, &mut obs);
         }
         let event = self.tracker.push(t_ms, &obs, busy);
         let covered = Square::ALL
@@ -317,6 +333,54 @@ impl BoardWatcher {
             covered,
             reading: Some(read),
         })
+    }
+
+    /// On a settled frame: marks how much each piece of the believed
+    /// position changed since the reference frame of that position (when
+    /// there is one, taken at the same board location), and makes this
+    /// frame the reference when it shows the believed position.
+    fn compare_with_reference(
+        &mut self,
+        image: &RgbImage,
+        read: &FrameReading,
+        obs: &mut BoardObs,
+    ) {
+        let board = self.tracker.position().board().clone();
+        let side = read.orientation.white_at;
+        let same =
+            |r: &Reference| r.board == board && r.side == side && r.location == read.location;
+        if let Some(r) = self.reference.as_ref().filter(|r| same(r)) {
+            if let Some(view) = crate::vision::viewpoint::estimate(&read.location) {
+                let seen_now: Bitboard = Square::ALL
+                    .into_iter()
+                    .filter(|&q| {
+                        let o = obs.get(q);
+                        !o.occluded && o.p_empty < 0.5
+                    })
+                    .collect();
+                let changes =
+                    super::change::piece_changes(&r.image, image, &view, side, &board, seen_now);
+                for (o, c) in obs.0.iter_mut().zip(changes) {
+                    if !o.occluded {
+                        o.changed = c;
+                    }
+                }
+            }
+        }
+        // "Nothing changed" explains this frame best (at low views often
+        // without the margin a decision needs: a square or two stay
+        // ambiguous, and they are ambiguous in the reference alike).
+        let sc = super::score(self.tracker.position(), obs);
+        let shows_position = sc.hypotheses.first().is_some_and(|h| h.mv.is_none())
+            && !matches!(sc.verdict, super::Verdict::Unexplained { .. });
+        if shows_position {
+            self.reference = Some(Reference {
+                image: image.clone(),
+                location: read.location.clone(),
+                side,
+                board,
+            });
+        }
     }
 
     /// [`shadow_map`] of a reading, cached while the board stays put.
