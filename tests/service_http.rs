@@ -469,3 +469,24 @@ fn a_resumed_game_keeps_its_mode_colour_level_and_clocks_and_the_arm_is_not_time
         Some(chessbot::service::core::ColorName::White)
     );
 }
+
+#[test]
+fn a_new_game_takes_the_configs_time_control_unless_the_request_says() {
+    use chessbot::service::core::NewGameRequest;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = GameConfig {
+        time_control: "10+5".into(),
+        ..dirs(dir.path())
+    };
+    let mut core = Core::new(cfg, false).unwrap();
+    assert_eq!(core.status().default_time_control, "10+5");
+    let req = |v: Value| -> NewGameRequest { serde_json::from_value(v).unwrap() };
+    core.new_game(req(json!({"mode": "record"})), 0).unwrap();
+    assert_eq!(core.status().clock.unwrap().control, "10+5");
+    core.new_game(req(json!({"mode": "record", "time_control": ""})), 0)
+        .unwrap();
+    assert_eq!(core.status().clock, None);
+    core.new_game(req(json!({"mode": "record", "time_control": "3+2"})), 0)
+        .unwrap();
+    assert_eq!(core.status().clock.unwrap().control, "3+2");
+}
