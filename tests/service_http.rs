@@ -490,3 +490,25 @@ fn a_new_game_takes_the_configs_time_control_unless_the_request_says() {
         .unwrap();
     assert_eq!(core.status().clock.unwrap().control, "3+2");
 }
+
+#[test]
+fn an_assist_game_resumed_without_the_arm_goes_on_with_the_people_moving() {
+    use chessbot::service::core::{Mode, NewGameRequest};
+    let dir = tempfile::tempdir().unwrap();
+    for (opponent, mode, said) in [
+        ("person", Mode::Record, "record mode"),
+        ("engine", Mode::Play, "play mode"),
+    ] {
+        {
+            let mut core = Core::new(dirs(dir.path()), true).unwrap();
+            let req: NewGameRequest =
+                serde_json::from_value(json!({"mode": "assist", "opponent": opponent})).unwrap();
+            core.new_game(req, 0).unwrap();
+        } // restarted without the arm
+        let mut core = Core::new(dirs(dir.path()), false).unwrap();
+        let st = core.status();
+        assert_eq!(st.mode, mode, "{opponent}");
+        assert!(st.message.contains(said), "{}", st.message);
+        core.finish().unwrap();
+    }
+}

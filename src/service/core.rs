@@ -102,9 +102,9 @@ pub struct GameSetup {
     pub opponent: Opponent,
     pub human: ColorName,
     pub level: u8,
-    /// `MINUTES+SECONDS`, when the game has clocks.
+    /// The clocks, when the game has them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_control: Option<String>,
+    pub time_control: Option<TimeControl>,
 }
 
 /// Who plays against the person (play and assist mode).
@@ -325,30 +325,28 @@ impl Core {
         self.opponent = setup.opponent;
         self.human = setup.human.into();
         self.level = setup.level.min(MAX_LEVEL);
-        let control = setup.time_control.as_deref().map(str::parse::<TimeControl>);
-        self.clock = match control {
-            Some(Ok(tc)) => {
-                let g = s.game();
-                let first = g.start().turn();
-                let mut left = shakmaty::ByColor::new_with(|_| tc.base_ms);
-                for (i, m) in g.moves().iter().enumerate() {
-                    let mover = if i % 2 == 0 { first } else { !first };
-                    if let Some(c) = m.clock_ms {
-                        *left.get_mut(mover) = c;
-                    }
+        self.clock = setup.time_control.map(|tc| {
+            let g = s.game();
+            let first = g.start().turn();
+            let mut left = shakmaty::ByColor::new_with(|_| tc.base_ms);
+            for (i, m) in g.moves().iter().enumerate() {
+                let mover = if i % 2 == 0 { first } else { !first };
+                if let Some(c) = m.clock_ms {
+                    *left.get_mut(mover) = c;
                 }
-                Some(Clock::resumed(tc, left))
             }
-            Some(Err(e)) => {
-                tracing::warn!("journal time control unreadable: {e}");
-                None
-            }
-            None => None,
-        };
+            Clock::resumed(tc, left)
+        });
         if self.mode == Mode::Assist && !self.has_arm {
-            // Nothing can play the person's moves on the board now.
-            self.mode = Mode::Play;
-            return " Assist mode needs the arm, which is not connected; the game goes on in play mode.".into();
+            // Nothing can play the person's moves on the board now: they
+            // play on the board themselves, against the engine or the
+            // other person as before.
+            let (mode, name) = match self.opponent {
+                Opponent::Engine => (Mode::Play, "play"),
+                Opponent::Person => (Mode::Record, "record"),
+            };
+            self.mode = mode;
+            return format!(" Assist mode needs the arm, which is not connected; the game goes on in {name} mode.");
         }
         String::new()
     }
@@ -542,7 +540,7 @@ impl Core {
             opponent,
             human: req.color,
             level: req.level,
-            time_control: control.map(|tc| tc.to_string()),
+            time_control: control,
         };
         let setup = serde_json::to_value(&setup).expect("a game set-up always serializes");
         let session = GameSession::start(&self.cfg, players, start, now_ms, Some(setup))?;
