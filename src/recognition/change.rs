@@ -27,10 +27,6 @@ pub const CHANGE_LUMA: f32 = 30.0;
 /// trusted; with fewer the square says nothing (`None`).
 pub const MIN_CLEAN_SAMPLES: usize = 4;
 
-/// Tallest piece (king), square sides: what a piece seen now on a square
-/// that was empty before is assumed to be when it may stand in front.
-const TALLEST: f64 = 9.5 / 5.5;
-
 /// Piece heights in square sides: FIDE 2022 recommendations (king 9.5 cm,
 /// queen 8.5, bishop 7, knight 6, rook 5.5, pawn 5) on a 5.5 cm square
 /// (`../shared/reference/hardware.md`); small sets scale both alike.
@@ -76,7 +72,8 @@ pub fn piece_changes(
     let occluders: Vec<([f64; 2], f64)> = (before_board.occupied() | seen_now)
         .into_iter()
         .map(|q| {
-            let h = before_board.role_at(q).map_or(TALLEST, role_height);
+            // A piece seen now where there was none may be the tallest.
+            let h = role_height(before_board.role_at(q).unwrap_or(Role::King));
             (centre(side, q), h)
         })
         .collect();
