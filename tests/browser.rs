@@ -641,6 +641,20 @@ fn open_tab(chromium: &Path, dir: &Path, server: Proc) -> (Proc, Page) {
     (browser, Page { cdp, server })
 }
 
+/// Loads the page at desktop size and waits for its board.
+fn open_page(page: &mut Page, base: &str) {
+    let step = "open the page";
+    if let Err(e) = page.cdp.viewport(DESKTOP, false) {
+        page.fail(step, e);
+    }
+    page.call(step, "Page.navigate", json!({ "url": format!("{base}/") }));
+    page.wait_until(
+        step,
+        "document.readyState === 'complete' && document.querySelectorAll('#board .sq').length === 64",
+        Duration::from_secs(10),
+    );
+}
+
 #[test]
 fn keyboard_only_game_in_headless_chromium() {
     let Some(chromium) = chromium_or_skip() else {
@@ -653,16 +667,7 @@ fn keyboard_only_game_in_headless_chromium() {
     let (_browser, mut page) = open_tab(&chromium, dir.path(), server);
 
     // --- open the page
-    let step = "open the page";
-    if let Err(e) = page.cdp.viewport(DESKTOP, false) {
-        page.fail(step, e);
-    }
-    page.call(step, "Page.navigate", json!({ "url": format!("{base}/") }));
-    page.wait_until(
-        step,
-        "document.readyState === 'complete' && document.querySelectorAll('#board .sq').length === 64",
-        Duration::from_secs(10),
-    );
+    open_page(&mut page, &base);
 
     check_names(&mut page);
     check_contrast(&mut page, "text contrast on the fresh page");
@@ -878,16 +883,7 @@ fn record_mode_shows_the_camera_view_and_the_moves_seen() {
     );
     let (server, base) = start_server(dir.path(), &["--frames", frames.to_str().unwrap()]);
     let (_browser, mut page) = open_tab(&chromium, dir.path(), server);
-    let step = "open the page";
-    if let Err(e) = page.cdp.viewport(DESKTOP, false) {
-        page.fail(step, e);
-    }
-    page.call(step, "Page.navigate", json!({ "url": format!("{base}/") }));
-    page.wait_until(
-        step,
-        "document.readyState === 'complete' && document.querySelectorAll('#board .sq').length === 64",
-        Duration::from_secs(10),
-    );
+    open_page(&mut page, &base);
 
     let step = "start a record-mode game";
     page.eval(

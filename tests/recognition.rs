@@ -108,14 +108,14 @@ fn nothing_changed_and_unexplained() {
     }
 }
 
-/// A phantom: `sq` looks occupied by White though the board has it empty,
-/// and only a piece on `from` can make it look so.
-fn phantom(obs: &mut BoardObs, sq: Square, from: Bitboard) {
+/// `sq` looks like a white piece (a phantom where the board has it empty,
+/// a colour misread where it has a black piece), and only a piece on
+/// `from` can make it look so.
+fn seen_white(obs: &mut BoardObs, sq: Square, from: Bitboard) {
     obs.set(
         sq,
         SquareObs {
             bleed_from: from,
-            changed: None,
             ..SquareObs::certain(Occupant::White)
         },
     );
@@ -128,13 +128,13 @@ fn phantoms_in_a_piece_shadow_are_excused_and_nowhere_else() {
     let pos = Chess::default();
     let played = after(&pos, "Nf3");
     let mut obs = obs_of(&played);
-    phantom(&mut obs, Square::F5, Square::F3.into());
+    seen_white(&mut obs, Square::F5, Square::F3.into());
     assert_eq!(verdict_move(&pos, &obs), "g1f3");
     // The same phantom where only c6 (empty) could shadow it is not
     // excused, nor where nothing can.
     for from in [Bitboard::from(Square::C6), Bitboard::EMPTY] {
         let mut obs = obs_of(&played);
-        phantom(&mut obs, Square::F5, from);
+        seen_white(&mut obs, Square::F5, from);
         assert!(
             matches!(score(&pos, &obs).verdict, Verdict::Unexplained { .. }),
             "{from:?}"
@@ -145,10 +145,10 @@ fn phantoms_in_a_piece_shadow_are_excused_and_nowhere_else() {
     let mut obs = obs_of(&played);
     let shadowed = [Square::F5, Square::F6, Square::E5, Square::G5, Square::E6];
     for sq in &shadowed[..4] {
-        phantom(&mut obs, *sq, Square::F3.into());
+        seen_white(&mut obs, *sq, Square::F3.into());
     }
     assert_eq!(verdict_move(&pos, &obs), "g1f3");
-    phantom(&mut obs, shadowed[4], Square::F3.into());
+    seen_white(&mut obs, shadowed[4], Square::F3.into());
     assert!(matches!(
         score(&pos, &obs).verdict,
         Verdict::Unexplained { .. }
@@ -231,25 +231,15 @@ fn colour_misreads_behind_a_piece_are_excused_from_the_shadow_allowance() {
     // hides e7's pawn, and f7's hides g8's knight; both read white.
     let pos = after(&Chess::default(), "c3");
     let played = after(&pos, "d6");
-    let misread = |obs: &mut BoardObs, sq: Square, from: Bitboard| {
-        obs.set(
-            sq,
-            SquareObs {
-                bleed_from: from,
-                changed: None,
-                ..SquareObs::certain(Occupant::White)
-            },
-        )
-    };
     let mut obs = obs_of(&played);
-    misread(&mut obs, Square::E7, Square::D6.into());
-    misread(&mut obs, Square::G8, Square::F7.into());
+    seen_white(&mut obs, Square::E7, Square::D6.into());
+    seen_white(&mut obs, Square::G8, Square::F7.into());
     assert_eq!(verdict_move(&pos, &obs), "d7d6");
     // The same two misreads where no piece can shadow them: two colour
     // errors are more than one frame is allowed.
     let mut obs = obs_of(&played);
-    misread(&mut obs, Square::E7, Bitboard::EMPTY);
-    misread(&mut obs, Square::G8, Bitboard::EMPTY);
+    seen_white(&mut obs, Square::E7, Bitboard::EMPTY);
+    seen_white(&mut obs, Square::G8, Bitboard::EMPTY);
     assert!(matches!(
         score(&pos, &obs).verdict,
         Verdict::Unexplained { .. }
@@ -536,7 +526,6 @@ fn a_lost_track_told_only_by_shadowed_squares_is_asked_not_guessed() {
             sq,
             SquareObs {
                 bleed_from: Square::B7.into(),
-                changed: None,
                 ..o
             },
         );
