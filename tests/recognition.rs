@@ -2,7 +2,9 @@
 //! tracker's timing rules, illegal moves, robot verification, lost track.
 
 use chessbot::game::{parse_move, position_from_fen, uci_of};
-use chessbot::recognition::scoring::{resync, score, BoardObs, Occupant, SquareObs, Verdict};
+use chessbot::recognition::scoring::{
+    resync, score, BoardObs, ChangeFit, Occupant, SquareObs, Verdict,
+};
 use chessbot::recognition::tracker::{TrackEvent, Tracker, TrackerConfig};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -155,8 +157,22 @@ fn phantoms_in_a_piece_shadow_are_excused_and_nowhere_else() {
     ));
 }
 
+/// `obs` with change costs for "nothing changed" and the given moves.
+fn with_change(pos: &Chess, obs: &BoardObs, none: f32, moves: &[(&str, f32)]) -> BoardObs {
+    let mut o = obs.clone();
+    o.change = vec![ChangeFit {
+        mv: None,
+        cost: none,
+    }];
+    for &(m, cost) in moves {
+        let mv = parse_move(pos, m).unwrap_or_else(|e| panic!("{m}: {e}"));
+        o.change.push(ChangeFit { mv: Some(mv), cost });
+    }
+    o
+}
+
 #[test]
-fn moves_the_squares_cannot_tell_apart_are_told_by_the_piece_that_left() {
+fn moves_the_squares_cannot_tell_apart_are_told_by_the_change_in_the_picture() {
     // 1. c3 d6 2. e3 Bd7 seen from low behind White: the back rank is in
     // the shadow of the seventh, and c8 (empty now) still looks occupied.
     // Bd7, Nd7, Qd7 and Kd7 explain the squares equally well.
@@ -179,49 +195,68 @@ fn moves_the_squares_cannot_tell_apart_are_told_by_the_piece_that_left() {
         );
     }
     assert_eq!(score(&pos, &obs).verdict, Verdict::Uncertain);
-    let with_changes = |c8: Option<f32>, d8: Option<f32>, e8: Option<f32>| {
-        let mut o = obs.clone();
-        // The knight on b8 and the other back-rank pieces stood still.
-        for sq in Bitboard::from_rank(shakmaty::Rank::Eighth) {
-            o.set(
-                sq,
-                SquareObs {
-                    changed: Some(0.0),
-                    ..*o.get(sq)
-                },
-            );
-        }
-        for (sq, c) in [(Square::C8, c8), (Square::D8, d8), (Square::E8, e8)] {
-            o.set(
-                sq,
-                SquareObs {
-                    changed: c,
-                    ..*o.get(sq)
-                },
-            );
-        }
-        score(&pos, &o).verdict
+    let verdict = |bd7: f32, nd7: f32, qd7: f32, kd7: Option<f32>| {
+        let mut moves = vec![("Bd7", bd7), ("Nd7", nd7), ("Qd7", qd7)];
+        moves.extend(kd7.map(|c| ("Kd7", c)));
+        score(&pos, &with_change(&pos, &obs, 0.6, &moves)).verdict
     };
-    // The bishop's silhouette changed, the queen's and king's did not.
-    match with_changes(Some(0.7), Some(0.0), Some(0.05)) {
+    // The bishop's move explains the picture, the others leave changes
+    // unexplained where the bishop was.
+    match verdict(0.05, 0.5, 0.45, Some(0.5)) {
         Verdict::Move { mv, confidence, .. } => {
             assert_eq!(uci_of(mv), "c8d7");
             assert!(confidence > 0.99, "{confidence}");
         }
         v => panic!("expected Bd7, got {v:?}"),
     }
-    // Two pieces seem gone, one not measured, or one neither gone nor
-    // standing: nothing is decided.
-    for (c8, d8, e8) in [
-        (Some(0.7), Some(0.7), Some(0.0)),
-        (Some(0.7), Some(0.0), None),
-        (Some(0.7), Some(0.2), Some(0.0)),
+    // Two fit alike, the best fits too badly, or one is not measured:
+    // nothing is decided.
+    for (bd7, nd7, qd7, kd7) in [
+        (0.05, 0.5, 0.12, Some(0.5)),
+        (0.12, 0.6, 0.6, Some(0.6)),
+        (0.05, 0.5, 0.5, None),
     ] {
         assert_eq!(
-            with_changes(c8, d8, e8),
+            verdict(bd7, nd7, qd7, kd7),
             Verdict::Uncertain,
-            "{c8:?} {d8:?} {e8:?}"
+            "{bd7} {nd7} {qd7} {kd7:?}"
         );
+    }
+}
+
+#[test]
+fn a_piece_that_reads_empty_where_it_arrived_is_found_by_the_change() {
+    // Angled camera, green vinyl: after ...Kf8 the black king on the dark
+    // f8, behind the pawn on f7, reads empty. Kf8, Ke7 and "nothing
+    // changed" each have one square against them.
+    let pos = after(&Chess::default(), "e3 e6 a4 Bb4 Ne2 Bxd2+ Nxd2 h6 b3");
+    let played = after(&pos, "Kf8");
+    let mut obs = obs_of(&played);
+    obs.set(Square::F8, SquareObs::certain(Occupant::Empty));
+    assert!(matches!(
+        score(&pos, &obs).verdict,
+        Verdict::Unexplained { .. }
+    ));
+    let seen = with_change(&pos, &obs, 0.48, &[("Kf8", 0.02), ("Ke7", 0.42)]);
+    assert_eq!(verdict_move(&pos, &seen), "e8f8");
+    // "Nothing changed" fitting best, a close second, or a misread square
+    // the move does not explain: still unexplained.
+    let mut a1_empty = seen.clone();
+    a1_empty.set(Square::A1, SquareObs::certain(Occupant::Empty));
+    // The same misread where the picture has not changed since the
+    // position was last seen is no news: Kf8.
+    let mut a1_as_before = a1_empty.clone();
+    a1_as_before.unchanged = Bitboard::from(Square::A1);
+    assert_eq!(verdict_move(&pos, &a1_as_before), "e8f8");
+    for o in [
+        with_change(&pos, &obs, 0.02, &[("Kf8", 0.4), ("Ke7", 0.42)]),
+        with_change(&pos, &obs, 0.48, &[("Kf8", 0.02), ("Ke7", 0.1)]),
+        a1_empty,
+    ] {
+        assert!(matches!(
+            score(&pos, &o).verdict,
+            Verdict::Unexplained { .. }
+        ));
     }
 }
 

@@ -6,11 +6,14 @@ use chessbot::game::{parse_move, position_from_fen, uci_of};
 use chessbot::recognition::bench::{watch_sim_game_with, MoveOutcome, SimGame, SimGameReport};
 use chessbot::recognition::watcher::board_obs;
 use chessbot::recognition::watcher::WatcherConfig;
-use chessbot::recognition::{score, BoardObs, WatchOutput};
+use chessbot::recognition::{score, BoardObs, TrackEvent, WatchOutput};
 
 use chessbot::sim::opponent::OpponentStyle;
-use chessbot::sim::{Realism, SceneSpec};
-use shakmaty::{Chess, Color, Move, Position};
+use chessbot::sim::world::placed_on;
+use chessbot::sim::{Placement, Realism, SceneSpec, World};
+use chessbot::vision::image::RgbImage;
+use rand::SeedableRng;
+use shakmaty::{Board, Chess, Color, Move, Position, Square};
 
 mod common;
 use common::moves_from;
@@ -275,7 +278,7 @@ fn lost_track_is_recovered_by_a_resync() {
 #[test]
 fn a_bumped_camera_is_followed_and_the_next_move_read() {
     use chessbot::camera::sim::rgb_from_sim;
-    use chessbot::recognition::{BoardWatcher, TrackEvent};
+    use chessbot::recognition::BoardWatcher;
     use nalgebra::Translation3;
     let spec = scene("wooden", "overhead");
     let start = Chess::default();
@@ -326,6 +329,77 @@ fn a_bumped_camera_is_followed_and_the_next_move_read() {
     );
 }
 
+/// `world` with its pieces changed from `before` to `after` as a person
+/// would: the pieces that stay stand where they stood, the ones that
+/// arrive are put on their squares' centres. (Building a scene for the
+/// new position would put every piece and the board's grain elsewhere.)
+fn moved_world(world: &World, before: &Board, after: &Board) -> World {
+    let mut w = world.clone();
+    for sq in Square::ALL {
+        if before.piece_at(sq) == after.piece_at(sq) {
+            continue;
+        }
+        if let Some(i) = w.piece_index_on(sq) {
+            w.pieces.remove(i);
+        }
+        if let Some(piece) = after.piece_at(sq) {
+            let centred = Placement {
+                max_offset: 0.0,
+                max_rotation_deg: 0.0,
+            };
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+            w.pieces
+                .push(placed_on(&w.board, sq, piece, centred, &mut rng));
+        }
+    }
+    w
+}
+
+/// A still frame of `pos` and one of `after` on the same scene (built for
+/// `pos` with `seed`).
+fn render_move(spec: &SceneSpec, seed: u64, pos: &Chess, after: &Chess) -> (RgbImage, RgbImage) {
+    use chessbot::camera::sim::rgb_from_sim;
+    let s = spec.build(pos.board(), seed).unwrap();
+    let render = |w: &World| {
+        rgb_from_sim(
+            chessbot::sim::render(w, &s.camera, &s.options)
+                .unwrap()
+                .image,
+        )
+    };
+    let moved = moved_world(&s.world, pos.board(), after.board());
+    (render(&s.world), render(&moved))
+}
+
+/// A watcher that saw `before` settle for a second, then `mv` played (one
+/// still image each, rendered with `seed`), and what it reported; and what
+/// a watcher that saw only the position after reported.
+fn watch_before_and_after(
+    spec: &SceneSpec,
+    seed: u64,
+    before: &Chess,
+    mv: Move,
+) -> (Vec<TrackEvent>, Vec<TrackEvent>) {
+    use chessbot::recognition::BoardWatcher;
+    let mut after = before.clone();
+    after.play_unchecked(mv);
+    let (img_before, img_after) = render_move(spec, seed, before, &after);
+    let push = |w: &mut BoardWatcher, img, n: usize, t: &mut u64, events: &mut Vec<TrackEvent>| {
+        for _ in 0..n {
+            *t += 33;
+            events.extend(w.push(img, *t).unwrap().event);
+        }
+    };
+    let (mut t, mut seen_both) = (0, Vec::new());
+    let mut w = BoardWatcher::new(before.clone(), WatcherConfig::default());
+    push(&mut w, &img_before, 30, &mut t, &mut seen_both);
+    push(&mut w, &img_after, 45, &mut t, &mut seen_both);
+    let (mut t, mut seen_after) = (0, Vec::new());
+    let mut w = BoardWatcher::new(before.clone(), WatcherConfig::default());
+    push(&mut w, &img_after, 45, &mut t, &mut seen_after);
+    (seen_both, seen_after)
+}
+
 /// From the low camera the back rank hides behind the pawns: after `Bd7`
 /// the squares c8, d8 and e8 all still look occupied, so `Bd7`, `Qd7` and
 /// `Kd7` explain the squares alike. The bishop's silhouette is gone from
@@ -335,8 +409,6 @@ fn a_bumped_camera_is_followed_and_the_next_move_read() {
 /// commits nothing.
 #[test]
 fn the_piece_that_left_tells_apart_moves_to_the_same_square() {
-    use chessbot::camera::sim::rgb_from_sim;
-    use chessbot::recognition::{BoardWatcher, TrackEvent};
     let spec = SceneSpec {
         width: 640,
         height: 480,
@@ -346,41 +418,118 @@ fn the_piece_that_left_tells_apart_moves_to_the_same_square() {
         position_from_fen("rnbqkbnr/ppp1pppp/3p4/8/8/2P1P3/PP1P1PPP/RNBQKBNR b KQkq - 0 2")
             .unwrap();
     let bd7 = parse_move(&before, "Bd7").unwrap();
-    let mut after = before.clone();
-    after.play_unchecked(bd7);
-    let render = |pos: &Chess| {
-        // Seed 2: a set-up where c8 looks occupied after the move (on
-        // others the squares alone decide it; see the control below).
-        let s = spec.build(pos.board(), 2).unwrap();
-        rgb_from_sim(
-            chessbot::sim::render(&s.world, &s.camera, &s.options)
-                .unwrap()
-                .image,
-        )
-    };
-    let (img_before, img_after) = (render(&before), render(&after));
-    let push = |w: &mut BoardWatcher, img, n: usize, t: &mut u64, events: &mut Vec<TrackEvent>| {
-        for _ in 0..n {
-            *t += 33;
-            events.extend(w.push(img, *t).unwrap().event);
-        }
-    };
-
-    let (mut t, mut events) = (0, Vec::new());
-    let mut w = BoardWatcher::new(before.clone(), WatcherConfig::default());
-    push(&mut w, &img_before, 30, &mut t, &mut events);
-    push(&mut w, &img_after, 45, &mut t, &mut events);
+    // Seed 2: a set-up where c8 looks occupied after the move (on others
+    // the squares alone decide it; see the control below).
+    let (both, only_after) = watch_before_and_after(&spec, 2, &before, bd7);
     assert!(
-        matches!(events.as_slice(), [TrackEvent::Move { mv, .. }] if *mv == bd7),
-        "{events:?}"
+        matches!(both.as_slice(), [TrackEvent::Move { mv, .. }] if *mv == bd7),
+        "{both:?}"
     );
-
     // Without the frame before: the squares alone leave it open.
-    let (mut t, mut events) = (0, Vec::new());
-    let mut w = BoardWatcher::new(before.clone(), WatcherConfig::default());
-    push(&mut w, &img_after, 45, &mut t, &mut events);
     assert!(
-        !events.iter().any(|e| matches!(e, TrackEvent::Move { .. })),
-        "{events:?}"
+        !only_after
+            .iter()
+            .any(|e| matches!(e, TrackEvent::Move { .. })),
+        "{only_after:?}"
     );
+}
+
+/// The picture-change model on rendered pairs of still frames (before and
+/// after the move, pieces centred): the move played must explain the
+/// change with a cost of at most `FIT_COST` and beat "nothing changed" and
+/// the moves the squares confuse it with by `CHANGE_MARGIN`: a king
+/// stepping behind a pawn, a bishop leaving the back rank at the low
+/// view, a capture, castling, en passant. The squares the move changes
+/// must not count as unchanged in the picture, and most others must.
+#[test]
+fn the_move_played_explains_the_change_in_the_picture() {
+    use chessbot::recognition::change::{explain_change, unchanged_squares};
+    use chessbot::recognition::scoring::{CHANGE_MARGIN, FIT_COST};
+    use chessbot::vision::pipeline::{read_frame, ReadOptions};
+    let cases = [
+        (
+            "vinyl",
+            "angled",
+            5,
+            "e3 e6 a4 Bb4 Ne2 Bxd2+ Nxd2 h6 b3",
+            "Kf8",
+            "Ke7",
+        ),
+        ("wooden", "low", 2, "c3 d6 e3", "Bd7", "Qd7 Kd7 Nd7"),
+        ("printed", "angled", 3, "e4 d5", "exd5", "e5 Qh5"),
+        (
+            "wooden",
+            "angled",
+            4,
+            "e4 e5 Nf3 Nc6 Bc4 Bc5",
+            "O-O",
+            "Kf1 Rf1",
+        ),
+        ("vinyl", "low", 6, "e4 a6 e5 d5", "exd6", "e6 d4"),
+        ("printed", "overhead", 7, "d4 Nf6 c4 e6", "Nc3", "Nd2 Na3"),
+    ];
+    for (board, camera, seed, moves, played, rivals) in cases {
+        let spec = SceneSpec {
+            width: 640,
+            height: 480,
+            ..scene(board, camera)
+        };
+        let before = {
+            let mut p = Chess::default();
+            for m in moves_from(&Chess::default(), moves) {
+                p.play_unchecked(m);
+            }
+            p
+        };
+        let board_after = |m: &str| {
+            let mut p = before.clone();
+            p.play_unchecked(parse_move(&before, m).unwrap());
+            p.board().clone()
+        };
+        let mut candidates = vec![board_after(played), before.board().clone()];
+        candidates.extend(rivals.split_whitespace().map(board_after));
+        let mut after = before.clone();
+        after.play_unchecked(parse_move(&before, played).unwrap());
+        let (img_before, img_after) = render_move(&spec, seed, &before, &after);
+        let read = read_frame(&img_before, &ReadOptions::default()).unwrap();
+        let view = chessbot::vision::viewpoint::estimate(&read.location).unwrap();
+        let costs = explain_change(
+            &img_before,
+            &img_after,
+            &view,
+            read.orientation.white_at,
+            before.board(),
+            &candidates,
+        )
+        .unwrap_or_else(|| panic!("{played} ({board}, {camera}): too few telling samples"));
+        // Every square the move changes changed in the picture; most
+        // others did not.
+        let unchanged = unchanged_squares(
+            &img_before,
+            &img_after,
+            &view,
+            read.orientation.white_at,
+            before.board(),
+        );
+        for sq in Square::ALL {
+            if before.board().piece_at(sq) != after.board().piece_at(sq) {
+                assert!(
+                    !unchanged.contains(sq),
+                    "{played} ({board}, {camera}): {sq}"
+                );
+            }
+        }
+        assert!(
+            unchanged.count() >= 48,
+            "{played} ({board}, {camera}): {unchanged:?}"
+        );
+        assert!(
+            costs[0] <= FIT_COST,
+            "{played} ({board}, {camera}): {costs:?}"
+        );
+        assert!(
+            costs[1..].iter().all(|&c| c >= costs[0] + CHANGE_MARGIN),
+            "{played} ({board}, {camera}): {costs:?}"
+        );
+    }
 }

@@ -69,7 +69,7 @@ pub fn moves_to_occupancy(
         return Some(Vec::new());
     }
     // Certain observations with no shadows: nothing is excused.
-    let obs = BoardObs(std::array::from_fn(|i| {
+    let obs = BoardObs::new(std::array::from_fn(|i| {
         SquareObs::certain(match occ[i] {
             VisionOccupant::Empty => super::scoring::Occupant::Empty,
             VisionOccupant::White => super::scoring::Occupant::White,
@@ -86,17 +86,10 @@ pub fn moves_to_occupancy(
 
 /// Observations from a reading (no square covered).
 pub fn obs_of_reading(read: &FrameReading) -> BoardObs {
-    BoardObs(std::array::from_fn(|i| {
+    BoardObs::new(std::array::from_fn(|i| {
         let s = &read.reading.squares[i];
         let total = (s.p_empty + s.p_white + s.p_black).max(f32::EPSILON);
-        SquareObs {
-            p_empty: s.p_empty / total,
-            p_white: s.p_white / total,
-            p_black: s.p_black / total,
-            occluded: false,
-            bleed_from: shakmaty::Bitboard::EMPTY,
-            changed: None,
-        }
+        SquareObs::of_probs(s.p_empty / total, s.p_white / total, s.p_black / total)
     }))
 }
 
@@ -111,17 +104,10 @@ pub fn best_side(read: &FrameReading, board: &Board) -> Side {
         }
     }
     let ll = |side: Side| -> f64 {
-        let obs = BoardObs(std::array::from_fn(|sq| {
+        let obs = BoardObs::new(std::array::from_fn(|sq| {
             let (c, r) = side.cell_of_square(sq);
             let [pe, pw, pb] = cells[c + 8 * r];
-            SquareObs {
-                p_empty: pe,
-                p_white: pw,
-                p_black: pb,
-                occluded: false,
-                bleed_from: shakmaty::Bitboard::EMPTY,
-                changed: None,
-            }
+            SquareObs::of_probs(pe, pw, pb)
         }));
         obs.log_likelihood(board)
     };

@@ -173,7 +173,7 @@ impl Tracker {
 
     /// Feeds one frame: `busy` when vision saw a hand, the arm or motion.
     pub fn push(&mut self, t_ms: u64, obs: &BoardObs, busy: bool) -> Option<TrackEvent> {
-        if !obs.0.iter().all(|s| s.occluded) {
+        if !obs.squares.iter().all(|s| s.occluded) {
             if self.history.len() >= HISTORY_FRAMES {
                 self.history.pop_front();
             }

@@ -12,9 +12,9 @@
 //! Pure: frames and their timestamps come in, events go out; no clock, no
 //! files, no camera.
 
-use shakmaty::{Bitboard, Chess, Move, Position, Square};
+use shakmaty::{Bitboard, Board, Chess, Move, Position, Square};
 
-use super::scoring::{BoardObs, SquareObs};
+use super::scoring::{BoardObs, ChangeFit, SquareObs};
 use super::tracker::{TrackEvent, Tracker, TrackerConfig};
 use super::RecognitionError;
 use crate::vision::image::RgbImage;
@@ -53,6 +53,19 @@ const MOTION_LOOKBACK: usize = 4;
 /// Nominal frame interval used to turn `settle_frames` into time for the
 /// look-back motion (30 fps; at 20 fps the settle time is a bit shorter).
 const SETTLE_FRAME_MS: u64 = 33;
+
+/// Most hypotheses a close call may have for the change in the picture to
+/// be measured: the moves the squares cannot tell apart are a handful
+/// (four at most in the bench games: `Bd7`, `Nd7`, `Qd7`, `Kd7`); many
+/// more means the squares say little, and each hypothesis costs a
+/// sight-line test per sample and piece.
+const MAX_CHANGE_CANDIDATES: usize = 8;
+
+/// Posterior "nothing changed" needs for a settled frame to become the
+/// reference picture of the believed position: well ahead of any move,
+/// short of the 0.99 a decision needs (at the low camera a square or two
+/// often stay ambiguous in every frame of a position).
+const REFERENCE_POSTERIOR: f64 = 0.9;
 
 /// Tuning of the watcher.
 #[derive(Debug, Clone)]
@@ -321,6 +334,27 @@ impl BoardWatcher {
             self.compare_with_reference(image, &read, &mut obs);
         }
         let event = self.tracker.push(t_ms, &obs, busy);
+        // The frame a decision was made on shows the position now believed
+        // (misreads and all, at low views often never "nothing changed"
+        // with the margin a reference otherwise needs).
+        if !busy
+            && matches!(
+                event,
+                Some(
+                    TrackEvent::Move { .. }
+                        | TrackEvent::Resynced { .. }
+                        | TrackEvent::RobotMoveVerified { .. }
+                        | TrackEvent::Restored { .. }
+                )
+            )
+        {
+            self.reference = Some(Reference {
+                image: image.clone(),
+                location: read.location.clone(),
+                side,
+                board: self.tracker.position().board().clone(),
+            });
+        }
         let covered = Square::ALL
             .into_iter()
             .filter(|s| occluded[*s as usize])
@@ -335,9 +369,10 @@ impl BoardWatcher {
         })
     }
 
-    /// On a settled frame: marks how much each piece of the believed
-    /// position changed since the reference frame of that position (when
-    /// there is one, taken at the same board location), and makes this
+    /// On a settled frame: when the squares leave a close call between
+    /// hypotheses, measures how well each explains what changed in the
+    /// picture since the reference frame of the believed position (when
+    /// there is one, taken at the same board location); and makes this
     /// frame the reference when it shows the believed position.
     fn compare_with_reference(
         &mut self,
@@ -345,33 +380,65 @@ impl BoardWatcher {
         read: &FrameReading,
         obs: &mut BoardObs,
     ) {
-        let board = self.tracker.position().board().clone();
+        let pos = self.tracker.position();
+        let board = pos.board().clone();
         let side = read.orientation.white_at;
+        let sc = super::score(pos, obs);
         let same =
             |r: &Reference| r.board == board && r.side == side && r.location == read.location;
-        if let Some(r) = self.reference.as_ref().filter(|r| same(r)) {
-            if let Some(view) = crate::vision::viewpoint::estimate(&read.location) {
-                let seen_now: Bitboard = Square::ALL
-                    .into_iter()
-                    .filter(|&q| {
-                        let o = obs.get(q);
-                        !o.occluded && o.p_empty < 0.5
+        let close_call = matches!(
+            sc.verdict,
+            super::Verdict::Uncertain | super::Verdict::Unexplained { .. }
+        );
+        if let (true, Some(r)) = (close_call, self.reference.as_ref().filter(|r| same(r))) {
+            let best = sc.hypotheses.first().map_or(0.0, |h| h.log_likelihood);
+            let mut contenders: Vec<Option<Move>> = sc
+                .hypotheses
+                .iter()
+                .take_while(|h| h.log_likelihood >= best - super::scoring::RESYNC_MARGIN)
+                .map(|h| h.mv)
+                .collect();
+            // A lone move is measured against the position before: the
+            // samples that tell are those where the two differ.
+            if !contenders.contains(&None) {
+                contenders.push(None);
+            }
+            let view = crate::vision::viewpoint::estimate(&read.location);
+            if let (true, Some(view)) = (contenders.len() <= MAX_CHANGE_CANDIDATES, view) {
+                let boards: Vec<Board> = contenders
+                    .iter()
+                    .map(|m| match m {
+                        Some(m) => {
+                            let mut after = pos.clone();
+                            after.play_unchecked(*m);
+                            after.board().clone()
+                        }
+                        None => board.clone(),
                     })
                     .collect();
-                let changes =
-                    super::change::piece_changes(&r.image, image, &view, side, &board, seen_now);
-                for (o, c) in obs.0.iter_mut().zip(changes) {
-                    if !o.occluded {
-                        o.changed = c;
-                    }
-                }
+                let costs =
+                    super::change::explain_change(&r.image, image, &view, side, &board, &boards);
+                obs.change = costs
+                    .into_iter()
+                    .flatten()
+                    .zip(contenders)
+                    .map(|(cost, mv)| ChangeFit { mv, cost })
+                    .collect();
+                obs.unchanged =
+                    super::change::unchanged_squares(&r.image, image, &view, side, &board);
             }
         }
-        // "Nothing changed" explains this frame best (at low views often
+        // "Nothing changed" explains this frame well (at low views often
         // without the margin a decision needs: a square or two stay
-        // ambiguous, and they are ambiguous in the reference alike).
-        let sc = super::score(self.tracker.position(), obs);
-        let shows_position = sc.hypotheses.first().is_some_and(|h| h.mv.is_none())
+        // ambiguous, and they are ambiguous in the reference alike), but
+        // not merely as well as a move (after `Rh7` at the angled camera
+        // the rook in front of h8 made "nothing changed" and `Rh7` tie,
+        // and the frame after the move became the reference of the
+        // position before it).
+        let shows_position = sc
+            .hypotheses
+            .first()
+            .is_some_and(|h| h.mv.is_none() && h.posterior >= REFERENCE_POSTERIOR)
             && !matches!(sc.verdict, super::Verdict::Unexplained { .. });
         if shows_position {
             self.reference = Some(Reference {
@@ -421,7 +488,7 @@ impl BoardWatcher {
     /// A frame with nothing to decide on: the tracker's count of agreeing
     /// reads starts over after the gap.
     fn unread(&mut self, t_ms: u64, frame: FrameUse) -> WatchOutput {
-        let obs = BoardObs(std::array::from_fn(|_| SquareObs::occluded()));
+        let obs = BoardObs::new(std::array::from_fn(|_| SquareObs::occluded()));
         let event = self.tracker.push(t_ms, &obs, true);
         WatchOutput {
             event,
@@ -512,11 +579,11 @@ fn board_obs_shadowed(
 ) -> BoardObs {
     let mut obs = super::photo::obs_of_reading(read);
     if let Some(shadows) = shadows {
-        for (o, from) in obs.0.iter_mut().zip(shadows) {
+        for (o, from) in obs.squares.iter_mut().zip(shadows) {
             o.bleed_from = *from;
         }
     }
-    for (o, &c) in obs.0.iter_mut().zip(occluded) {
+    for (o, &c) in obs.squares.iter_mut().zip(occluded) {
         if c {
             *o = SquareObs::occluded();
         }

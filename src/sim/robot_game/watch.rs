@@ -235,6 +235,6 @@ impl MoveWatcher for VisionWatcher {
         }
         let reading = out.reading?;
         let obs = board_obs(&reading, &[false; 64]);
-        Some(std::array::from_fn(|i| obs.0[i].best().0))
+        Some(std::array::from_fn(|i| obs.squares[i].best().0))
     }
 }
