@@ -68,11 +68,13 @@ const INNER_HEIGHT: f64 = 0.9;
 const OUTER_HEIGHT: f64 = 1.1;
 
 /// Weight of a predicted change that does not show, against 1 for a change
-/// that shows where none is predicted. In the bench game that stalled at
-/// `Kf8` (green vinyl, angled camera) the true move had 16 of 46 telling
-/// samples predicted and not seen (the king's base against the dark green
-/// square) and none seen unpredicted; `Ke7` and "nothing changed" had 24
-/// and 26 seen unpredicted.
+/// that shows where none is predicted: weaker evidence, since a piece of
+/// about the brightness of what it covers (a black king's base on dark
+/// green vinyl) changes little. Judging samples point by point, without
+/// the neighbourhoods below, the true `Kf8` of the bench game that stalled
+/// there had 16 of 46 telling samples predicted and not seen and none seen
+/// unpredicted, while `Ke7` and "nothing changed" had 24 and 26 seen
+/// unpredicted.
 pub const MISSING_WEIGHT: f32 = 0.5;
 
 /// Fewest telling samples (where the candidates predict different things)
@@ -265,42 +267,38 @@ pub fn explain_change(
     let mut cost = vec![0f32; candidates.len()];
     let mut telling = 0usize;
     for &(sq, height) in &squares {
-        let p = centre(side, sq);
-        let across = across_sight(view, p);
-        for &f in &SAMPLE_HEIGHTS {
-            for &o in &SAMPLE_OFFSETS {
-                let x = [p[0] + across[0] * o, p[1] + across[1] * o, f * height];
-                let Some(was_met) = meets(view, x, &was) else {
-                    continue;
-                };
-                let predicted: Option<Vec<bool>> = now
-                    .iter()
-                    .map(|c| meets(view, x, c).map(|m| m != was_met))
-                    .collect();
-                let Some(predicted) = predicted else {
-                    continue;
-                };
-                if predicted.iter().all(|&c| c == predicted[0]) {
-                    continue;
-                }
-                let Some(seen) = seen_change(before, after, view, x, across) else {
-                    continue;
-                };
-                telling += 1;
-                for (c, &p) in cost.iter_mut().zip(&predicted) {
-                    *c += if p {
-                        // Predicted: any change nearby will do.
-                        if seen.any {
-                            0.0
-                        } else {
-                            MISSING_WEIGHT
-                        }
-                    } else if seen.share > UNPREDICTED_SHARE {
-                        1.0
-                    } else {
+        let (across, points) = silhouette(view, centre(side, sq), height);
+        for x in points {
+            let Some(was_met) = meets(view, x, &was) else {
+                continue;
+            };
+            let predicted: Option<Vec<bool>> = now
+                .iter()
+                .map(|c| meets(view, x, c).map(|m| m != was_met))
+                .collect();
+            let Some(predicted) = predicted else {
+                continue;
+            };
+            if predicted.iter().all(|&c| c == predicted[0]) {
+                continue;
+            }
+            let Some(seen) = seen_change(before, after, view, x, across) else {
+                continue;
+            };
+            telling += 1;
+            for (c, &p) in cost.iter_mut().zip(&predicted) {
+                *c += if p {
+                    // Predicted: any change nearby will do.
+                    if seen.any {
                         0.0
-                    };
-                }
+                    } else {
+                        MISSING_WEIGHT
+                    }
+                } else if seen.share > UNPREDICTED_SHARE {
+                    1.0
+                } else {
+                    0.0
+                };
             }
         }
     }
@@ -338,13 +336,7 @@ pub fn unchanged_squares(
         // The piece there, or on an empty square the tallest that could
         // have arrived (a piece behind a pawn shows only above it).
         let height = role_height(board.role_at(sq).unwrap_or(Role::King));
-        let p = centre(side, sq);
-        let across = across_sight(view, p);
-        for &f in &SAMPLE_HEIGHTS {
-            for &o in &SAMPLE_OFFSETS {
-                points.push([p[0] + across[0] * o, p[1] + across[1] * o, f * height]);
-            }
-        }
+        points.extend(silhouette(view, centre(side, sq), height).1);
         let (mut n, mut changed) = (0usize, 0usize);
         for x in points {
             let Some([u, v]) = view.project(x[0], x[1], x[2]) else {
@@ -363,16 +355,27 @@ pub fn unchanged_squares(
     out
 }
 
-/// The horizontal direction across the line of sight to grid point `p`
-/// (any direction when looking straight down on it).
-fn across_sight(view: &Viewpoint, p: [f64; 2]) -> [f64; 2] {
+/// The sample points of the silhouette of a piece `height` tall standing
+/// at grid point `p` ([`SAMPLE_HEIGHTS`] x [`SAMPLE_OFFSETS`]), with the
+/// horizontal direction across the line of sight they are offset along
+/// (any direction when looking straight down on `p`).
+fn silhouette(view: &Viewpoint, p: [f64; 2], height: f64) -> ([f64; 2], Vec<[f64; 3]>) {
     let (dx, dy) = (view.centre[0] - p[0], view.centre[1] - p[1]);
     let l = dx.hypot(dy);
-    if l > 1e-9 {
+    let across = if l > 1e-9 {
         [-dy / l, dx / l]
     } else {
         [1.0, 0.0]
-    }
+    };
+    let points = SAMPLE_HEIGHTS
+        .iter()
+        .flat_map(|&f| {
+            SAMPLE_OFFSETS
+                .iter()
+                .map(move |&o| [p[0] + across[0] * o, p[1] + across[1] * o, f * height])
+        })
+        .collect();
+    (across, points)
 }
 
 #[cfg(test)]

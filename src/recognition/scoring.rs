@@ -392,28 +392,22 @@ pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
         }
         None => pos.board().clone(),
     };
+    // A close call the change in the picture may settle.
+    let by_picture = || {
+        by_change(pos, obs, &hypotheses).map(|(mv, confidence)| Verdict::Move {
+            mv,
+            confidence,
+            promotion_unverified: mv.is_promotion(),
+        })
+    };
     let verdict = if !excusable(obs, &obs.disagreements(&best_board), &best_board) {
-        match by_change(pos, obs, &hypotheses) {
-            Some((mv, confidence)) => Verdict::Move {
-                mv,
-                confidence,
-                promotion_unverified: mv.is_promotion(),
-            },
-            // Tell people what to restore: the squares that differ from
-            // the position before, not from the nearest legal move.
-            None => Verdict::Unexplained {
-                disagreeing: obs.disagreements(pos.board()),
-            },
-        }
+        // Tell people what to restore: the squares that differ from the
+        // position before, not from the nearest legal move.
+        by_picture().unwrap_or_else(|| Verdict::Unexplained {
+            disagreeing: obs.disagreements(pos.board()),
+        })
     } else if best.posterior < DECIDE_POSTERIOR {
-        match by_change(pos, obs, &hypotheses) {
-            Some((mv, confidence)) => Verdict::Move {
-                mv,
-                confidence,
-                promotion_unverified: mv.is_promotion(),
-            },
-            None => Verdict::Uncertain,
-        }
+        by_picture().unwrap_or(Verdict::Uncertain)
     } else {
         match best.mv {
             Some(mv) => Verdict::Move {
@@ -457,8 +451,8 @@ pub const CHANGE_MARGIN: f32 = 0.1;
 /// pawn on a dark square may read empty), and so are squares whose
 /// picture has not changed at all ([`BoardObs::unchanged`]: a misread
 /// there is no news, it looked the same when the position was last seen);
-/// the rest of the board must be as [`excusable`] as ever. Returns the move and the posterior mass of
-/// the moves it was chosen from.
+/// the rest of the board must be as [`excusable`] as ever. Returns the
+/// move and the posterior mass of the moves it was chosen from.
 fn by_change(pos: &Chess, obs: &BoardObs, hypotheses: &[Hypothesis]) -> Option<(Move, f64)> {
     let best = hypotheses.first()?.log_likelihood;
     let contenders: Vec<&Hypothesis> = hypotheses

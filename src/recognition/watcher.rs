@@ -348,12 +348,7 @@ impl BoardWatcher {
                 )
             )
         {
-            self.reference = Some(Reference {
-                image: image.clone(),
-                location: read.location.clone(),
-                side,
-                board: self.tracker.position().board().clone(),
-            });
+            self.take_reference(image, &read);
         }
         let covered = Square::ALL
             .into_iter()
@@ -441,13 +436,18 @@ impl BoardWatcher {
             .is_some_and(|h| h.mv.is_none() && h.posterior >= REFERENCE_POSTERIOR)
             && !matches!(sc.verdict, super::Verdict::Unexplained { .. });
         if shows_position {
-            self.reference = Some(Reference {
-                image: image.clone(),
-                location: read.location.clone(),
-                side,
-                board,
-            });
+            self.take_reference(image, read);
         }
+    }
+
+    /// Makes `image` the reference picture of the believed position.
+    fn take_reference(&mut self, image: &RgbImage, read: &FrameReading) {
+        self.reference = Some(Reference {
+            image: image.clone(),
+            location: read.location.clone(),
+            side: read.orientation.white_at,
+            board: self.tracker.position().board().clone(),
+        });
     }
 
     /// [`shadow_map`] of a reading, cached while the board stays put.
