@@ -3,7 +3,7 @@
 
 use chessbot::game::{parse_move, position_from_fen, uci_of};
 use chessbot::recognition::scoring::{
-    resync, score, BoardObs, ChangeFit, Occupant, SquareObs, Verdict,
+    board_after, resync, resync_boards, score, BoardObs, ChangeFit, Occupant, SquareObs, Verdict,
 };
 use chessbot::recognition::tracker::{TrackEvent, Tracker, TrackerConfig};
 use proptest::prelude::*;
@@ -161,12 +161,14 @@ fn phantoms_in_a_piece_shadow_are_excused_and_nowhere_else() {
 fn with_change(pos: &Chess, obs: &BoardObs, none: f32, moves: &[(&str, f32)]) -> BoardObs {
     let mut o = obs.clone();
     o.change = vec![ChangeFit {
-        mv: None,
+        board: pos.board().clone(),
         cost: none,
     }];
     for &(m, cost) in moves {
-        let mv = parse_move(pos, m).unwrap_or_else(|e| panic!("{m}: {e}"));
-        o.change.push(ChangeFit { mv: Some(mv), cost });
+        o.change.push(ChangeFit {
+            board: after(pos, m).board().clone(),
+            cost,
+        });
     }
     o
 }
@@ -494,6 +496,45 @@ fn robot_misplacement_is_reported_with_squares() {
 }
 
 #[test]
+fn a_robot_move_the_picture_shows_is_verified_despite_an_old_misread() {
+    // The angled camera reads a2 empty after the robot's e5, as it did
+    // before the move: against the target the board is unexplained, but
+    // from the position before, the change in the picture shows e5 (it
+    // fits; every other legal move and "nothing changed" do not).
+    let start = after(&Chess::default(), "e4");
+    let robot = parse_move(&start, "e5").unwrap();
+    let mut seen = obs_of(&after(&start, "e5"));
+    seen.set(Square::A2, SquareObs::certain(Occupant::Empty));
+    let mut fitted = seen.clone();
+    fitted.change = std::iter::once(None)
+        .chain(start.legal_moves().into_iter().map(Some))
+        .map(|mv| ChangeFit {
+            board: board_after(&start, mv),
+            cost: if mv == Some(robot) { 0.02 } else { 0.5 },
+        })
+        .collect();
+    fitted.unchanged = Bitboard::from(Square::A2);
+    // Without the picture's word the misread is a mismatch.
+    let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+    tr.expect_robot_move(robot);
+    let mut t = 0;
+    let ev = feed(&mut tr, &mut t, &seen, 60, false);
+    assert!(
+        matches!(ev.as_slice(), [TrackEvent::RobotMoveMismatch { .. }]),
+        "{ev:?}"
+    );
+    let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+    tr.expect_robot_move(robot);
+    let mut t = 0;
+    let ev = feed(&mut tr, &mut t, &fitted, 60, false);
+    assert!(
+        matches!(ev.as_slice(), [TrackEvent::RobotMoveVerified { .. }]),
+        "{ev:?}"
+    );
+    assert_eq!(tr.position().board(), after(&start, "e5").board());
+}
+
+#[test]
 fn a_robot_move_not_yet_made_is_waited_for_not_reported() {
     // No arm: the board shows the position before the robot's move until
     // the person moves the robot's piece for it.
@@ -528,6 +569,63 @@ fn lost_track_resyncs_over_several_moves() {
         matches!(ev.as_slice(), [TrackEvent::Resynced { moves, .. }] if moves.len() == 4),
         "{ev:?}"
     );
+}
+
+/// `obs` with change costs for the boards a resync weighs and the
+/// position before: `fit` for the board after `played`, `rest` for all
+/// others.
+fn with_resync_change(pos: &Chess, obs: &BoardObs, played: &str, fit: f32, rest: f32) -> BoardObs {
+    let target = after(pos, played).board().clone();
+    let mut boards = resync_boards(pos, obs, 4);
+    assert!(boards.contains(&target), "{played} is weighed");
+    boards.push(pos.board().clone());
+    let mut o = obs.clone();
+    o.change = boards
+        .into_iter()
+        .map(|board| ChangeFit {
+            cost: if board == target { fit } else { rest },
+            board,
+        })
+        .collect();
+    o
+}
+
+#[test]
+fn a_lost_track_is_resynced_only_as_the_change_in_the_picture_allows() {
+    let start = Chess::default();
+    let later = after(&start, "e4 c5 Nf3 d6");
+    let seen = obs_of(&later);
+    // The squares are clear, but the picture fits another line better
+    // (a misread made the line look clear): ask, do not guess.
+    let contradicted = with_resync_change(&start, &seen, "e4 c5 Nf3 d6", 0.5, 0.05);
+    assert!(resync(&start, &contradicted, 4).is_none());
+    // The picture agrees: resynced as before.
+    let agreed = with_resync_change(&start, &seen, "e4 c5 Nf3 d6", 0.03, 0.4);
+    assert_eq!(resync(&start, &agreed, 4).map(|r| r.moves.len()), Some(4));
+    // d5 and d6 unreadable: ...d6 and ...d5 fit the squares alike, and
+    // only the picture tells them apart.
+    let mut unsure = seen.clone();
+    for sq in [Square::D5, Square::D6] {
+        unsure.set(sq, SquareObs::of_probs(0.5, 0.0, 0.5));
+    }
+    assert!(resync(&start, &unsure, 4).is_none());
+    let told = with_resync_change(&start, &unsure, "e4 c5 Nf3 d6", 0.03, 0.4);
+    let r = resync(&start, &told, 4).expect("the picture picks ...d6");
+    assert_eq!(board_after_line(&start, &r.moves), *later.board());
+    let told = with_resync_change(&start, &unsure, "e4 c5 Nf3 d5", 0.03, 0.4);
+    let r = resync(&start, &told, 4).expect("the picture picks ...d5");
+    assert_eq!(
+        board_after_line(&start, &r.moves),
+        *after(&start, "e4 c5 Nf3 d5").board()
+    );
+}
+
+fn board_after_line(pos: &Chess, moves: &[Move]) -> shakmaty::Board {
+    let mut p = pos.clone();
+    for m in moves {
+        p.play_unchecked(*m);
+    }
+    p.board().clone()
 }
 
 #[test]

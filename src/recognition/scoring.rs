@@ -138,9 +138,10 @@ impl SquareObs {
 #[derive(Debug, Clone, PartialEq)]
 pub struct BoardObs {
     pub squares: [SquareObs; 64],
-    /// How badly each of the moves vying to explain the squares (and
-    /// "nothing changed", `mv: None`) explains what changed in the picture
-    /// since the last settled frame of the position before
+    /// How badly each of the boards vying to explain the squares (after
+    /// a move, after a short sequence of moves when track was lost, or
+    /// the position before: "nothing changed") explains what changed in
+    /// the picture since the last settled frame of the position before
     /// ([`super::change::explain_change`]); empty when not measured (no
     /// reference frame, no camera pose, no close call).
     pub change: Vec<ChangeFit>,
@@ -149,10 +150,11 @@ pub struct BoardObs {
     pub unchanged: Bitboard,
 }
 
-/// One hypothesis's fit to the change in the picture: 0 is perfect.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// One hypothetical board's fit to the change in the picture: 0 is
+/// perfect.
+#[derive(Debug, Clone, PartialEq)]
 pub struct ChangeFit {
-    pub mv: Option<Move>,
+    pub board: Board,
     pub cost: f32,
 }
 
@@ -184,9 +186,12 @@ impl BoardObs {
         self.squares.iter().any(|s| s.occluded)
     }
 
-    /// The change cost of hypothesis `mv`, when measured.
-    pub fn change_cost(&self, mv: Option<Move>) -> Option<f32> {
-        self.change.iter().find(|c| c.mv == mv).map(|c| c.cost)
+    /// The change cost of the hypothetical `board`, when measured.
+    pub fn change_cost(&self, board: &Board) -> Option<f32> {
+        self.change
+            .iter()
+            .find(|c| c.board == *board)
+            .map(|c| c.cost)
     }
 
     /// Log-likelihood of the occupancy of `board` under these observations.
@@ -351,18 +356,26 @@ fn distinct_moves(pos: &Chess) -> Vec<Move> {
         .collect()
 }
 
+/// The board after `mv` (`None`: the position's own board).
+pub fn board_after(pos: &Chess, mv: Option<Move>) -> Board {
+    match mv {
+        Some(m) => {
+            let mut after = pos.clone();
+            after.play_unchecked(m);
+            after.board().clone()
+        }
+        None => pos.board().clone(),
+    }
+}
+
 /// Scores every legal move and "nothing changed" against `obs`.
 pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
     let mut hypotheses: Vec<Hypothesis> = distinct_moves(pos)
         .into_iter()
-        .map(|m| {
-            let mut after = pos.clone();
-            after.play_unchecked(m);
-            Hypothesis {
-                mv: Some(m),
-                log_likelihood: obs.log_likelihood(after.board()),
-                posterior: 0.0,
-            }
+        .map(|m| Hypothesis {
+            mv: Some(m),
+            log_likelihood: obs.log_likelihood(&board_after(pos, Some(m))),
+            posterior: 0.0,
         })
         .collect();
     hypotheses.push(Hypothesis {
@@ -384,14 +397,7 @@ pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
     hypotheses.sort_by(|a, b| b.log_likelihood.total_cmp(&a.log_likelihood));
 
     let best = &hypotheses[0];
-    let best_board = match best.mv {
-        Some(m) => {
-            let mut after = pos.clone();
-            after.play_unchecked(m);
-            after.board().clone()
-        }
-        None => pos.board().clone(),
-    };
+    let best_board = board_after(pos, best.mv);
     // A close call the change in the picture may settle.
     let by_picture = || {
         by_change(pos, obs, &hypotheses).map(|(mv, confidence)| Verdict::Move {
@@ -459,29 +465,35 @@ fn by_change(pos: &Chess, obs: &BoardObs, hypotheses: &[Hypothesis]) -> Option<(
         .iter()
         .take_while(|h| h.log_likelihood >= best - RESYNC_MARGIN)
         .collect();
-    let costs: Option<Vec<f32>> = contenders.iter().map(|h| obs.change_cost(h.mv)).collect();
+    let boards: Vec<Board> = contenders.iter().map(|h| board_after(pos, h.mv)).collect();
+    let k = pick_by_change(obs, pos.board(), &boards)?;
+    let mv = contenders[k].mv?;
+    Some((mv, contenders.iter().map(|h| h.posterior).sum()))
+}
+
+/// Of `boards` (the position `before` among them), the one that clearly
+/// explains the change in the picture best: it fits (cost at most
+/// [`FIT_COST`]), every other fits worse by at least [`CHANGE_MARGIN`],
+/// and the squares agree with it except where it changed the board or
+/// the picture did not change (see [`by_change`]). `None` when any board
+/// is not measured or none is clearly best.
+fn pick_by_change(obs: &BoardObs, before: &Board, boards: &[Board]) -> Option<usize> {
+    let costs: Option<Vec<f32>> = boards.iter().map(|b| obs.change_cost(b)).collect();
     let costs = costs?;
     let (k, &cost) = costs.iter().enumerate().min_by(|a, b| a.1.total_cmp(b.1))?;
     let clear = costs
         .iter()
         .enumerate()
         .all(|(j, &c)| j == k || c >= cost + CHANGE_MARGIN);
-    let mv = contenders[k].mv?;
     if cost > FIT_COST || !clear {
         return None;
     }
-    let mut after = pos.clone();
-    after.play_unchecked(mv);
-    let board = after.board();
+    let board = &boards[k];
     let mut disagreeing = obs.disagreements(board);
     disagreeing.retain(|d| {
-        board.piece_at(d.square) == pos.board().piece_at(d.square)
-            && !obs.unchanged.contains(d.square)
+        board.piece_at(d.square) == before.piece_at(d.square) && !obs.unchanged.contains(d.square)
     });
-    if !excusable(obs, &disagreeing, board) {
-        return None;
-    }
-    Some((mv, contenders.iter().map(|h| h.posterior).sum()))
+    excusable(obs, &disagreeing, board).then_some(k)
 }
 
 /// Confidently read squares that may contradict the best hypothesis
@@ -557,11 +569,26 @@ const MAX_ORDERS: usize = 24;
 /// a factor of 100, the same odds as [`DECIDE_POSTERIOR`].
 pub const RESYNC_MARGIN: f64 = 4.6;
 
-/// Lost track: searches sequences of up to `max_plies` legal moves whose
-/// final occupancy explains `obs`, moving only pieces on squares that
-/// changed. Returns the best one if it explains every confident square
-/// and is clearly ahead; `None` means ask the person.
-pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
+/// Ends of the lost-track search measured against the change in the
+/// picture even when the squares put them further than [`RESYNC_MARGIN`]
+/// behind the best: the runners-up that can contradict a clear-looking
+/// resync built on a misread (held-out bench, printed board: `Nxg4+ Rf7
+/// Nf6 Rh7` was resynced for `Nxg4+ Rf7 Bxd2 Rxf8+`).
+pub const RESYNC_RIVALS: usize = 3;
+
+/// One end of the lost-track search: a board reached by legal moves, its
+/// likelihood, and the orders of moves that reach it.
+#[derive(Debug, Clone)]
+struct ResyncEnd {
+    board: Board,
+    log_likelihood: f64,
+    orders: Vec<Vec<Move>>,
+}
+
+/// Searches sequences of up to `max_plies` legal moves, moving only
+/// pieces on squares that changed; the distinct final boards, best
+/// explained first.
+fn resync_ends(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Vec<ResyncEnd> {
     // Squares whose confident reading differs from the position before:
     // every move of the sequence must start or end on one of them, or
     // capture/castle through them.
@@ -575,7 +602,7 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
     let mut frontier: Vec<(Chess, Vec<Move>)> = vec![(pos.clone(), Vec::new())];
     // Best final likelihood per distinct board, so that transpositions
     // (the same result by another order) do not count as rivals.
-    let mut ends: Vec<(Board, f64, Vec<Vec<Move>>)> = Vec::new();
+    let mut ends: Vec<ResyncEnd> = Vec::new();
     /// Beam width per ply: enough for every plausible line with 2-4
     /// changed pieces, small enough to stay in milliseconds.
     const BEAM: usize = 400;
@@ -597,32 +624,105 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
         next.sort_by(|a, b| b.0.total_cmp(&a.0));
         next.truncate(BEAM);
         for (ll, p, line) in &next {
-            match ends.iter_mut().find(|(b, _, _)| b == p.board()) {
+            match ends.iter_mut().find(|e| e.board == *p.board()) {
                 // The same board: the same likelihood; another order.
                 Some(e) => {
-                    if e.2.len() < MAX_ORDERS && !e.2.contains(line) {
-                        e.2.push(line.clone());
+                    if e.orders.len() < MAX_ORDERS && !e.orders.contains(line) {
+                        e.orders.push(line.clone());
                     }
                 }
-                None => ends.push((p.board().clone(), *ll, vec![line.clone()])),
+                None => ends.push(ResyncEnd {
+                    board: p.board().clone(),
+                    log_likelihood: *ll,
+                    orders: vec![line.clone()],
+                }),
             }
         }
         frontier = next.into_iter().map(|(_, p, l)| (p, l)).collect();
     }
-    ends.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let (board, ll, mut orders) = ends.first()?.clone();
+    ends.sort_by(|a, b| b.log_likelihood.total_cmp(&a.log_likelihood));
+    ends
+}
+
+/// The ends of the lost-track search that [`resync`] weighs against the
+/// change in the picture: every one within [`RESYNC_MARGIN`] of the best
+/// and at least the best [`RESYNC_RIVALS`].
+fn resync_contenders(ends: &[ResyncEnd]) -> &[ResyncEnd] {
+    let Some(best) = ends.first() else {
+        return ends;
+    };
+    let n = ends
+        .iter()
+        .enumerate()
+        .take_while(|(i, e)| {
+            *i < RESYNC_RIVALS || e.log_likelihood >= best.log_likelihood - RESYNC_MARGIN
+        })
+        .count();
+    &ends[..n]
+}
+
+/// The boards [`resync`] would weigh against the change in the picture
+/// (to be measured into [`BoardObs::change`], with the position before).
+pub fn resync_boards(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Vec<Board> {
+    resync_contenders(&resync_ends(pos, obs, max_plies))
+        .iter()
+        .map(|e| e.board.clone())
+        .collect()
+}
+
+/// Lost track: searches sequences of up to `max_plies` legal moves whose
+/// final occupancy explains `obs`, moving only pieces on squares that
+/// changed. The best one is taken if it explains every confident square
+/// and is clearly ahead, and the change in the picture (when measured)
+/// does not fit another end or "nothing changed" clearly better; or, when
+/// the squares leave a close call, if the change in the picture clearly
+/// picks one ([`pick_by_change`]). `None` means ask the person.
+pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
+    let ends = resync_ends(pos, obs, max_plies);
+    let contenders = resync_contenders(&ends);
+    let mut boards: Vec<Board> = contenders.iter().map(|e| e.board.clone()).collect();
+    boards.push(pos.board().clone());
+    let margin_over = |k: usize| {
+        let runner_up = ends
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != k)
+            .map(|(_, e)| e.log_likelihood)
+            .fold(f64::NEG_INFINITY, f64::max);
+        ends[k].log_likelihood - runner_up
+    };
+    let k = match pick_by_change(obs, pos.board(), &boards) {
+        Some(k) if k < contenders.len() => k,
+        // The picture shows the position before: nothing to resync to.
+        Some(_) => return None,
+        None => {
+            let best = ends.first()?;
+            let clear = excusable(obs, &obs.disagreements(&best.board), &best.board)
+                && margin_over(0) >= RESYNC_MARGIN;
+            // A misread can make a wrong line look clear: the picture,
+            // where measured, must not fit another board clearly better.
+            let contradicted = obs.change_cost(&best.board).is_some_and(|c0| {
+                boards
+                    .iter()
+                    .filter_map(|b| obs.change_cost(b))
+                    .any(|c| c + CHANGE_MARGIN <= c0)
+            });
+            if !clear || contradicted {
+                return None;
+            }
+            0
+        }
+    };
+    let end = &ends[k];
+    let mut orders = end.orders.clone();
     // Shortest explanation first.
     orders.sort_by_key(|l| l.len());
     let moves = orders.remove(0);
     orders.retain(|l| l.len() == moves.len());
-    let runner_up = ends.get(1).map_or(f64::NEG_INFINITY, |e| e.1);
-    let margin = ll - runner_up;
-    (excusable(obs, &obs.disagreements(&board), &board) && margin >= RESYNC_MARGIN).then_some(
-        Resync {
-            moves,
-            log_likelihood: ll,
-            margin,
-            alternatives: orders,
-        },
-    )
+    Some(Resync {
+        moves,
+        log_likelihood: end.log_likelihood,
+        margin: margin_over(k),
+        alternatives: orders,
+    })
 }

@@ -55,11 +55,13 @@ const MOTION_LOOKBACK: usize = 4;
 const SETTLE_FRAME_MS: u64 = 33;
 
 /// Most hypotheses a close call may have for the change in the picture to
-/// be measured: the moves the squares cannot tell apart are a handful
-/// (four at most in the bench games: `Bd7`, `Nd7`, `Qd7`, `Kd7`); many
-/// more means the squares say little, and each hypothesis costs a
-/// sight-line test per sample and piece.
-const MAX_CHANGE_CANDIDATES: usize = 8;
+/// be measured: the moves the squares cannot tell apart are usually a
+/// handful (`Bd7`, `Nd7`, `Qd7`, `Kd7`), but a long-range piece whose
+/// destination reads empty ties with every square it can reach (held-out
+/// bench, angled camera: `...Bb7` with b7 read empty tied with the
+/// bishop's six other moves); many more means the squares say little,
+/// and each hypothesis costs a sight-line test per sample and piece.
+const MAX_CHANGE_CANDIDATES: usize = 16;
 
 /// Posterior "nothing changed" needs for a settled frame to become the
 /// reference picture of the believed position: well ahead of any move,
@@ -387,37 +389,37 @@ impl BoardWatcher {
         );
         if let (true, Some(r)) = (close_call, self.reference.as_ref().filter(|r| same(r))) {
             let best = sc.hypotheses.first().map_or(0.0, |h| h.log_likelihood);
-            let mut contenders: Vec<Option<Move>> = sc
+            let mut boards: Vec<Board> = sc
                 .hypotheses
                 .iter()
                 .take_while(|h| h.log_likelihood >= best - super::scoring::RESYNC_MARGIN)
-                .map(|h| h.mv)
+                .map(|h| super::scoring::board_after(pos, h.mv))
                 .collect();
-            // A lone move is measured against the position before: the
-            // samples that tell are those where the two differ.
-            if !contenders.contains(&None) {
-                contenders.push(None);
+            if boards.len() > MAX_CHANGE_CANDIDATES {
+                boards.clear();
+            }
+            let mut extra = Vec::new();
+            if matches!(sc.verdict, super::Verdict::Unexplained { .. }) {
+                let plies = self.cfg.tracker.max_resync_plies;
+                extra = super::scoring::resync_boards(pos, obs, plies);
+            }
+            // The position before ("nothing changed") is always measured:
+            // a lone move is told from it by the samples where they differ.
+            extra.push(board.clone());
+            for b in extra {
+                if !boards.contains(&b) {
+                    boards.push(b);
+                }
             }
             let view = crate::vision::viewpoint::estimate(&read.location);
-            if let (true, Some(view)) = (contenders.len() <= MAX_CHANGE_CANDIDATES, view) {
-                let boards: Vec<Board> = contenders
-                    .iter()
-                    .map(|m| match m {
-                        Some(m) => {
-                            let mut after = pos.clone();
-                            after.play_unchecked(*m);
-                            after.board().clone()
-                        }
-                        None => board.clone(),
-                    })
-                    .collect();
+            if let (true, Some(view)) = (boards.len() > 1, view) {
                 let costs =
                     super::change::explain_change(&r.image, image, &view, side, &board, &boards);
                 obs.change = costs
                     .into_iter()
                     .flatten()
-                    .zip(contenders)
-                    .map(|(cost, mv)| ChangeFit { mv, cost })
+                    .zip(boards)
+                    .map(|(cost, board)| ChangeFit { board, cost })
                     .collect();
                 obs.unchanged =
                     super::change::unchanged_squares(&r.image, image, &view, side, &board);
