@@ -437,7 +437,8 @@ fn the_piece_that_left_tells_apart_moves_to_the_same_square() {
 /// The picture-change model on rendered pairs of still frames (before and
 /// after the move, pieces centred): the move played must explain the
 /// change with a cost of at most `FIT_COST` and beat "nothing changed" and
-/// the moves the squares confuse it with by `CHANGE_MARGIN`: a king
+/// the moves the squares confuse it with by `CHANGE_MARGIN` on the samples
+/// that tell each pair apart (measured: 0.43 at least): a king
 /// stepping behind a pawn, a bishop leaving the back rank at the low
 /// view, a capture, castling, en passant. The squares the move changes
 /// must not count as unchanged in the picture, and most others must.
@@ -523,13 +524,17 @@ fn the_move_played_explains_the_change_in_the_picture() {
             unchanged.count() >= 48,
             "{played} ({board}, {camera}): {unchanged:?}"
         );
+        let margins: Vec<Option<f32>> = costs[1..].iter().map(|f| costs[0].margin_to(f)).collect();
+        let means: Vec<f32> = costs.iter().map(|f| f.cost).collect();
         assert!(
-            costs[0] <= FIT_COST,
-            "{played} ({board}, {camera}): {costs:?}"
+            costs[0].cost <= FIT_COST,
+            "{played} ({board}, {camera}): {means:?}"
         );
         assert!(
-            costs[1..].iter().all(|&c| c >= costs[0] + CHANGE_MARGIN),
-            "{played} ({board}, {camera}): {costs:?}"
+            margins
+                .iter()
+                .all(|m| m.is_some_and(|m| m >= CHANGE_MARGIN)),
+            "{played} ({board}, {camera}): {means:?} {margins:?}"
         );
     }
 }

@@ -419,7 +419,7 @@ impl BoardWatcher {
                     .into_iter()
                     .flatten()
                     .zip(boards)
-                    .map(|(cost, board)| ChangeFit { board, cost })
+                    .map(|(fit, board)| ChangeFit { board, fit })
                     .collect();
                 obs.unchanged =
                     super::change::unchanged_squares(&r.image, image, &view, side, &board);
