@@ -600,6 +600,9 @@ fn a_lost_track_is_resynced_only_where_the_change_in_the_picture_agrees() {
     // (a misread made the line look clear): ask, do not guess.
     let contradicted = with_resync_change(&start, &seen, "e4 c5 Nf3 d6", 0.5, 0.05);
     assert!(resync(&start, &contradicted, 4).is_none());
+    // The line fits the picture badly, though no other end fits better.
+    let misfit = with_resync_change(&start, &seen, "e4 c5 Nf3 d6", 0.15, 0.3);
+    assert!(resync(&start, &misfit, 4).is_none());
     // The picture agrees: resynced as before.
     let agreed = with_resync_change(&start, &seen, "e4 c5 Nf3 d6", 0.03, 0.4);
     assert_eq!(resync(&start, &agreed, 4).map(|r| r.moves.len()), Some(4));
