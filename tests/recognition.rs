@@ -515,24 +515,25 @@ fn a_robot_move_the_picture_shows_is_verified_despite_an_old_misread() {
         })
         .collect();
     fitted.unchanged = Bitboard::from(Square::A2);
+    let watch = |obs: &BoardObs| {
+        let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+        tr.expect_robot_move(robot);
+        let mut t = 0;
+        let ev = feed(&mut tr, &mut t, obs, 60, false);
+        (ev, tr.position().board().clone())
+    };
     // Without the picture's word the misread is a mismatch.
-    let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
-    tr.expect_robot_move(robot);
-    let mut t = 0;
-    let ev = feed(&mut tr, &mut t, &seen, 60, false);
+    let (ev, _) = watch(&seen);
     assert!(
         matches!(ev.as_slice(), [TrackEvent::RobotMoveMismatch { .. }]),
         "{ev:?}"
     );
-    let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
-    tr.expect_robot_move(robot);
-    let mut t = 0;
-    let ev = feed(&mut tr, &mut t, &fitted, 60, false);
+    let (ev, board) = watch(&fitted);
     assert!(
         matches!(ev.as_slice(), [TrackEvent::RobotMoveVerified { .. }]),
         "{ev:?}"
     );
-    assert_eq!(tr.position().board(), after(&start, "e5").board());
+    assert_eq!(board, *after(&start, "e5").board());
 }
 
 #[test]
