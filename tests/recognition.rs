@@ -630,6 +630,20 @@ fn board_after_line(pos: &Chess, moves: &[Move]) -> shakmaty::Board {
 }
 
 #[test]
+fn a_line_taking_a_piece_straight_back_is_asked_not_resynced() {
+    // exd5 Qxd5 Nc3 Qd8 unseen: the queen went back, and only that round
+    // trip explains the board. Such lines fit misread squares too easily
+    // (both wrong resyncs on the benches were round trips): ask.
+    let pos = after(&Chess::default(), "e4 d5");
+    let later = after(&pos, "exd5 Qxd5 Nc3 Qd8");
+    assert!(resync(&pos, &obs_of(&later), 4).is_none());
+    // The same captures without the return are resynced.
+    let later = after(&pos, "exd5 Qxd5 Nc3 Qa5");
+    let r = resync(&pos, &obs_of(&later), 4).expect("resynced");
+    assert_eq!(board_after_line(&pos, &r.moves), *later.board());
+}
+
+#[test]
 fn an_ambiguous_lost_track_is_not_guessed() {
     // Two kings walk around: many four-move routes reach the same squares
     // in different ways, but only the final board matters; a change that

@@ -614,7 +614,10 @@ fn resync_ends(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Vec<ResyncEnd> 
         let mut next: Vec<(f64, Chess, Vec<Move>)> = Vec::new();
         for (p, line) in &frontier {
             for m in p.legal_moves() {
-                if !touches(&m) || matches!(m.promotion(), Some(r) if r != Role::Queen) {
+                if !touches(&m)
+                    || matches!(m.promotion(), Some(r) if r != Role::Queen)
+                    || goes_back(line, &m)
+                {
                     continue;
                 }
                 let mut after = p.clone();
@@ -646,6 +649,17 @@ fn resync_ends(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Vec<ResyncEnd> 
     }
     ends.sort_by(|a, b| b.log_likelihood.total_cmp(&a.log_likelihood));
     ends
+}
+
+/// Whether `m` takes a piece straight back where an earlier move of
+/// `line` brought it from. Unseen round trips are rare, and lines made of
+/// them fit misread squares too easily: both wrong resyncs traced on the
+/// benches were such lines (`Nxg4+ Rf7 Nf6 Rh7`, the knight and the rook
+/// going back, for `Nxg4+ Rf7 Bxd2 Rxf8+`; `Rh7 Ng1 Rh8` beside the true
+/// `Rh7 Ng1`).
+fn goes_back(line: &[Move], m: &Move) -> bool {
+    line.iter()
+        .any(|m0| m0.to() == m.from().unwrap_or(m.to()) && m0.from() == Some(m.to()))
 }
 
 /// The boards [`resync`] weighs against the change in the picture (to be
