@@ -454,13 +454,14 @@ pub const CHANGE_MARGIN: f32 = 0.2;
 /// frame of the position before ([`BoardObs::change`]): one of them must
 /// fit (cost at most [`FIT_COST`]) and every other, "nothing changed"
 /// included, must fit worse by at least [`CHANGE_MARGIN`] where the two
-/// differ; a contender not measured decides nothing. The squares the chosen move changes are
-/// then taken as the picture shows them (a king that arrived behind a
-/// pawn on a dark square may read empty), and so are squares whose
-/// picture has not changed at all ([`BoardObs::unchanged`]: a misread
-/// there is no news, it looked the same when the position was last seen);
-/// the rest of the board must be as [`excusable`] as ever. Returns the
-/// move and the posterior mass of the moves it was chosen from.
+/// differ; a contender not measured decides nothing. The squares the
+/// chosen move changes are then taken as the picture shows them (a king
+/// that arrived behind a pawn on a dark square may read empty), and so
+/// are squares whose picture has not changed at all
+/// ([`BoardObs::unchanged`]: a misread there is no news, it looked the
+/// same when the position was last seen); the rest of the board must be
+/// as [`excusable`] as ever. Returns the move and the posterior mass of
+/// the moves it was chosen from.
 fn by_change(pos: &Chess, obs: &BoardObs, hypotheses: &[Hypothesis]) -> Option<(Move, f64)> {
     let best = hypotheses.first()?.log_likelihood;
     let contenders: Vec<&Hypothesis> = hypotheses
@@ -576,8 +577,7 @@ pub const RESYNC_MARGIN: f64 = 4.6;
 
 /// Ends of the lost-track search measured against the change in the
 /// picture besides the best: the runners-up that can contradict a
-/// clear-looking resync built on a misread (held-out bench, printed
-/// board: `Nxg4+ Rf7 Nf6 Rh7` was resynced for `Nxg4+ Rf7 Bxd2 Rxf8+`).
+/// clear-looking resync built on a misread.
 pub const RESYNC_RIVALS: usize = 3;
 
 /// One end of the lost-track search: a board reached by legal moves, its
@@ -691,9 +691,10 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
         excusable(obs, &obs.disagreements(&best.board), &best.board) && margin >= RESYNC_MARGIN;
     // A misread can make a wrong line look clear: the picture, where
     // measured, must fit it as well as a move chosen by the picture must
-    // fit ([`FIT_COST`]; the wrong `Nxg4+ Rf7 Nf6 Rh7` of the held-out
-    // printed game cost 0.12, its true line not even among the ends), and
-    // no other end (nor the position before) may fit clearly better.
+    // fit ([`FIT_COST`]), and no other end (nor the position before) may
+    // fit clearly better. (The wrong `Nxg4+ Rf7 Nf6 Rh7` of the held-out
+    // printed game passed both, at 0.097 against runners-up at 0.11-0.19,
+    // its true line not among the ends; [`goes_back`] keeps it out.)
     let contradicted = obs.change_fit(&best.board).is_some_and(|f0| {
         f0.cost > FIT_COST
             || ends
@@ -708,15 +709,14 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
     if !clear || contradicted {
         return None;
     }
-    let end = best;
-    let mut orders = end.orders.clone();
+    let mut orders = best.orders.clone();
     // Shortest explanation first.
     orders.sort_by_key(|l| l.len());
     let moves = orders.remove(0);
     orders.retain(|l| l.len() == moves.len());
     Some(Resync {
         moves,
-        log_likelihood: end.log_likelihood,
+        log_likelihood: best.log_likelihood,
         margin,
         alternatives: orders,
     })

@@ -162,11 +162,6 @@ impl Tracker {
         self.reset();
     }
 
-    /// The robot's move the tracker is waiting to see, if any.
-    pub fn expected_robot_move(&self) -> Option<Move> {
-        self.robot_target.as_ref().map(|(mv, _)| *mv)
-    }
-
     fn reset(&mut self) {
         self.history.clear();
         self.resync_tried = None;
