@@ -152,6 +152,10 @@ enum BenchCommand {
         /// Moves per game.
         #[arg(long, default_value_t = 40)]
         moves: usize,
+        /// Play only the first K moves of each game, the game being drawn
+        /// as for --moves (to trace a failure late in a long game quickly).
+        #[arg(long, value_name = "K")]
+        play_only: Option<usize>,
         #[arg(long, default_value_t = 1)]
         seed: u64,
         #[arg(long, default_value_t = 640)]
@@ -244,10 +248,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             from,
             verbose,
             moves,
+            play_only,
             seed,
             width,
             height,
-        }) => recog_cli::bench_recognition(from..from + games, moves, verbose, seed, width, height),
+        }) => recog_cli::bench_recognition(
+            from..from + games,
+            (moves, play_only),
+            verbose,
+            seed,
+            width,
+            height,
+        ),
         Command::Bench(BenchCommand::Render {
             width,
             height,

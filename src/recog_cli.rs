@@ -521,9 +521,11 @@ fn recognize_labels(labels: &Path, opts: &PhotoOptions, json: bool) -> anyhow::R
 
 /// `chessbot bench recognition`: simulated games across cameras, boards,
 /// light, hands, sliding, quick replies and illegal-then-corrected moves.
+/// `moves` is (moves drawn per game, how many of them to play: all when
+/// `None`).
 pub fn bench_recognition(
     games: std::ops::Range<usize>,
-    moves: usize,
+    (moves, play_only): (usize, Option<usize>),
     verbose: bool,
     seed: u64,
     width: u32,
@@ -555,6 +557,13 @@ pub fn bench_recognition(
             vec![rng.random_range(0..mv.len())]
         } else {
             Vec::new()
+        };
+        let (mv, illegal_before) = match play_only {
+            Some(k) => (
+                mv.into_iter().take(k).collect::<Vec<_>>(),
+                illegal_before.into_iter().filter(|&i| i < k).collect(),
+            ),
+            None => (mv, illegal_before),
         };
         illegal += illegal_before.len();
         let game = SimGame {

@@ -103,6 +103,9 @@ pub enum VisionCmd {
         /// At most this many overlays.
         #[arg(long, default_value_t = 12)]
         dump_max: usize,
+        /// Only these frames (indices as listed by --failures, comma-separated), to trace them.
+        #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
+        only: Vec<usize>,
     },
 }
 
@@ -192,10 +195,17 @@ pub fn run_vision(cmd: VisionCmd) -> anyhow::Result<ExitCode> {
             failures,
             dump,
             dump_max,
+            only,
         } => {
             use chessbot::vision::eval_sim;
             let t0 = std::time::Instant::now();
-            let results = eval_sim::evaluate(frames, seed, width, height, |r| {
+            let indices: Vec<usize> = if only.is_empty() {
+                (0..frames).collect()
+            } else {
+                only
+            };
+            let frames = indices.len();
+            let results = eval_sim::evaluate(indices, seed, width, height, |r| {
                 if (r.spec.index + 1) % 50 == 0 {
                     eprintln!("{} frames done", r.spec.index + 1);
                 }

@@ -397,17 +397,18 @@ pub struct FrameResult {
     pub read_s: f64,
 }
 
-/// Renders, reads and scores frames `0..frames`; `progress` is told about
-/// each frame as it is done.
+/// Renders, reads and scores the frames with the given indices (each is the
+/// same frame whatever else is asked: see [`frame_spec`]); `progress` is told
+/// about each frame as it is done.
 pub fn evaluate(
-    frames: usize,
+    indices: impl IntoIterator<Item = usize>,
     seed: u64,
     width: u32,
     height: u32,
     mut progress: impl FnMut(&FrameResult),
 ) -> Result<Vec<FrameResult>, SimError> {
-    let mut out = Vec::with_capacity(frames);
-    for index in 0..frames {
+    let mut out = Vec::new();
+    for index in indices {
         let spec = frame_spec(seed, index, width, height)?;
         let (img, truth) = render_frame(&spec, width, height)?;
         let t0 = std::time::Instant::now();
