@@ -110,12 +110,13 @@ pub fn locate_board(img: &RgbImage) -> Result<BoardLocation, VisionError> {
     };
     let gray = work.to_gray();
     let corners = xcorners::detect(&gray);
-    let fit = grid::fit_lattice(&corners).ok_or_else(|| {
-        VisionError::BoardNotFound(format!(
-            "no chessboard lattice among {} corner candidates",
-            corners.len()
-        ))
-    })?;
+    let fit = grid::fit_lattice_scored(&corners, |h, nodes| grid::checker_quality(&gray, h, nodes))
+        .ok_or_else(|| {
+            VisionError::BoardNotFound(format!(
+                "no chessboard lattice among {} corner candidates",
+                corners.len()
+            ))
+        })?;
     let fit = grid::core(&fit)
         .ok_or_else(|| VisionError::BoardNotFound("too few connected lattice corners".into()))?;
     let [i0, j0] = grid::board_window(&fit, &gray).ok_or_else(|| {
