@@ -510,8 +510,9 @@ fn picture_contradicts(obs: &BoardObs, board: &Board) -> bool {
 
 /// When the picture contradicts the squares' choice: the move (or nothing)
 /// among all measured hypotheses that [`pick_by_change`] finds clearly
-/// best, with the posterior of the squares' choice as its confidence;
-/// `None` (wait) when none is.
+/// best, with the posterior mass of the measured hypotheses as its
+/// confidence (as [`by_change`] gives that of its contenders); `None`
+/// (wait) when none is.
 fn by_picture_among_measured(
     pos: &Chess,
     obs: &BoardObs,
@@ -524,16 +525,14 @@ fn by_picture_among_measured(
         .collect();
     let boards: Vec<Board> = measured.iter().map(|(_, b)| b.clone()).collect();
     let k = pick_by_change(obs, pos.board(), &boards)?;
-    let h = measured[k].0;
-    Some(match h.mv {
+    let confidence = measured.iter().map(|(h, _)| h.posterior).sum();
+    Some(match measured[k].0.mv {
         Some(mv) => Verdict::Move {
             mv,
-            confidence: hypotheses.first().map_or(0.0, |b| b.posterior),
+            confidence,
             promotion_unverified: mv.is_promotion(),
         },
-        None => Verdict::NoChange {
-            confidence: h.posterior,
-        },
+        None => Verdict::NoChange { confidence },
     })
 }
 

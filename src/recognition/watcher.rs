@@ -399,19 +399,20 @@ impl BoardWatcher {
         let reference = self.reference.as_ref().filter(|r| same(r));
         if let (true, Some(r)) = (close_call || to_confirm, reference) {
             let best = sc.hypotheses.first().map_or(0.0, |h| h.log_likelihood);
-            let mut boards: Vec<Board> = if to_confirm {
-                sc.hypotheses
-                    .iter()
-                    .take(1 + CONFIRM_CANDIDATES)
-                    .map(|h| super::scoring::board_after(pos, h.mv))
-                    .collect()
+            let measure = if to_confirm {
+                1 + CONFIRM_CANDIDATES
             } else {
                 sc.hypotheses
                     .iter()
                     .take_while(|h| h.log_likelihood >= best - super::scoring::RESYNC_MARGIN)
-                    .map(|h| super::scoring::board_after(pos, h.mv))
-                    .collect()
+                    .count()
             };
+            let mut boards: Vec<Board> = sc
+                .hypotheses
+                .iter()
+                .take(measure)
+                .map(|h| super::scoring::board_after(pos, h.mv))
+                .collect();
             if boards.len() > MAX_CHANGE_CANDIDATES {
                 boards.clear();
             }

@@ -332,16 +332,11 @@ fn spanned_lattice(nodes: &[[i32; 2]]) -> Option<nalgebra::Matrix3<f64>> {
     Some(inv * shift)
 }
 
-/// The lattice that explains the most corners, or `None`.
-pub fn fit_lattice(corners: &[XCorner]) -> Option<LatticeFit> {
-    fit_lattice_scored(corners, |_, _| 1.0)
-}
-
 /// The lattice with the best `inliers x quality`, or `None`; `quality`
 /// (0..1) judges a grown hypothesis from its map and supporting nodes (see
 /// [`checker_quality`]). Corners explained by a hypothesis of at least
 /// [`TRUSTED_QUALITY`] are not tried again as seeds.
-pub fn fit_lattice_scored(
+pub fn fit_lattice(
     corners: &[XCorner],
     quality: impl Fn(&Homography, &[[i32; 2]]) -> f64,
 ) -> Option<LatticeFit> {
@@ -674,7 +669,7 @@ mod tests {
         };
         let missing = [[2, 2], [3, 5], [6, 1], [7, 7], [4, 4]];
         let corners = synthetic_corners(&truth, &missing);
-        let fit = core(&fit_lattice(&corners).expect("lattice")).expect("core");
+        let fit = core(&fit_lattice(&corners, |_, _| 1.0).expect("lattice")).expect("core");
         // Every inlier is a true corner; at most the two lattice corners
         // whose neighbours are missing drop out of the connected core.
         let is_true = |p: &Pt| {
@@ -787,7 +782,7 @@ mod tests {
             m: Matrix3::new(40.0, 9.0, 100.0, 0.0, 14.0, 80.0, 0.0, 0.0015, 1.0),
         };
         let corners = corners_with_phases(&truth);
-        let fit = core(&fit_lattice(&corners).expect("lattice")).expect("core");
+        let fit = core(&fit_lattice(&corners, |_, _| 1.0).expect("lattice")).expect("core");
         assert!(fit.inliers.len() >= 45, "{}", fit.inliers.len());
         // One file and one rank apart in truth are one node apart in the fit.
         let lat = fit.lattice_from_image;
@@ -814,6 +809,6 @@ mod tests {
                 }
             })
             .collect();
-        assert!(fit_lattice(&corners).is_none());
+        assert!(fit_lattice(&corners, |_, _| 1.0).is_none());
     }
 }

@@ -110,7 +110,7 @@ pub fn locate_board(img: &RgbImage) -> Result<BoardLocation, VisionError> {
     };
     let gray = work.to_gray();
     let corners = xcorners::detect(&gray);
-    let fit = grid::fit_lattice_scored(&corners, |h, nodes| grid::checker_quality(&gray, h, nodes))
+    let fit = grid::fit_lattice(&corners, |h, nodes| grid::checker_quality(&gray, h, nodes))
         .ok_or_else(|| {
             VisionError::BoardNotFound(format!(
                 "no chessboard lattice among {} corner candidates",
