@@ -484,9 +484,38 @@ fn an_illegal_move_is_reported_then_the_restored_board_accepted() {
         matches!(ev.as_slice(), [TrackEvent::Restored { .. }]),
         "{ev:?}"
     );
-    let ev = feed(&mut tr, &mut t, &obs_of(&after(&start, "Nf3")), 15, false);
+    // The person's hand plays the knight properly.
+    let nf3 = obs_of(&after(&start, "Nf3"));
+    assert!(feed(&mut tr, &mut t, &nf3, 5, true).is_empty());
+    let ev = feed(&mut tr, &mut t, &nf3, 15, false);
     assert!(
         matches!(ev.as_slice(), [TrackEvent::Move { mv, .. }] if uci_of(*mv) == "g1f3"),
+        "{ev:?}"
+    );
+}
+
+#[test]
+fn a_still_picture_is_one_ply_until_something_moves() {
+    let start = Chess::default();
+    let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+    let mut t = 0;
+    let e4 = after(&start, "e4");
+    assert!(feed(&mut tr, &mut t, &obs_of(&e4), 5, true).is_empty());
+    let ev = feed(&mut tr, &mut t, &obs_of(&e4), 15, false);
+    assert!(
+        matches!(ev.as_slice(), [TrackEvent::Move { mv, .. }] if uci_of(*mv) == "e2e4"),
+        "{ev:?}"
+    );
+    // Nothing moved, yet the reads drift to show Black's e5 as well (a
+    // misread of a still picture): no second ply from it.
+    let both = obs_of(&after(&start, "e4 e5"));
+    assert!(feed(&mut tr, &mut t, &both, 60, false).is_empty());
+    assert_eq!(tr.position().board(), e4.board());
+    // A hand comes and goes: now the reads are a move.
+    assert!(feed(&mut tr, &mut t, &both, 3, true).is_empty());
+    let ev = feed(&mut tr, &mut t, &both, 15, false);
+    assert!(
+        matches!(ev.as_slice(), [TrackEvent::Move { mv, .. }] if uci_of(*mv) == "e7e5"),
         "{ev:?}"
     );
 }

@@ -120,6 +120,11 @@ pub struct Tracker {
     /// Recent observations since the last decision (for ordering the
     /// moves of a resync).
     history: std::collections::VecDeque<BoardObs>,
+    /// No busy frame since the last decision that left the board showing
+    /// the believed position: the picture the decision was made on is
+    /// still there, and nothing more is decided on it (see
+    /// [`Tracker::push`]).
+    still_since_decision: bool,
 }
 
 /// Observations kept for ordering a resync: ten seconds at 30 fps.
@@ -139,6 +144,7 @@ impl Tracker {
             resync_tried: None,
             unexplained_board: None,
             unexplained_since_ms: 0,
+            still_since_decision: false,
         }
     }
 
@@ -152,6 +158,9 @@ impl Tracker {
         self.pos = pos;
         self.robot_target = None;
         self.reset();
+        // A move refused by the game and seen again once it may be played
+        // is on the board already: read the picture afresh.
+        self.still_since_decision = false;
     }
 
     /// The robot is about to play `mv`: the next settled board should show it.
@@ -160,6 +169,12 @@ impl Tracker {
         after.play_unchecked(mv);
         self.robot_target = Some((mv, after));
         self.reset();
+    }
+
+    /// A decision was made on this still picture.
+    fn decided(&mut self) {
+        self.reset();
+        self.still_since_decision = true;
     }
 
     fn reset(&mut self) {
@@ -172,6 +187,17 @@ impl Tracker {
     }
 
     /// Feeds one frame: `busy` when vision saw a hand, the arm or motion.
+    ///
+    /// After a move, a resync, a restored board or a verified robot move,
+    /// nothing more is decided until a busy frame has come: every ply
+    /// needs a hand or the arm over the board, and the still picture a
+    /// decision was made on cannot hold another one. Held-out bench
+    /// (wooden board, angled camera): one settled picture, with the rook
+    /// on b8 read empty and the bishop on b7 read White, was committed as
+    /// the person's `...Bb7` and, 0.3 s later with nothing moving, as
+    /// White's `Rxb7`. A robot move verified with the person's reply
+    /// already on the board is the exception: the reply is read from the
+    /// same picture.
     pub fn push(&mut self, t_ms: u64, obs: &BoardObs, busy: bool) -> Option<TrackEvent> {
         if !obs.squares.iter().all(|s| s.occluded) {
             if self.history.len() >= HISTORY_FRAMES {
@@ -182,6 +208,10 @@ impl Tracker {
         if busy || obs.any_occluded() {
             self.key = None;
             self.count = 0;
+            self.still_since_decision = false;
+            return None;
+        }
+        if self.still_since_decision {
             return None;
         }
         if let Some((mv, target)) = self.robot_target.clone() {
@@ -213,7 +243,7 @@ impl Tracker {
                 && (held_ms >= self.cfg.half_castling_ms || !is_half_castling(&self.pos, mv)) =>
             {
                 self.pos.play_unchecked(mv);
-                self.reset();
+                self.decided();
                 Some(TrackEvent::Move {
                     mv,
                     t_ms,
@@ -222,7 +252,7 @@ impl Tracker {
                 })
             }
             Verdict::NoChange { .. } if agreed && self.reported_unexplained => {
-                self.reset();
+                self.decided();
                 Some(TrackEvent::Restored { t_ms })
             }
             Verdict::Unexplained { disagreeing }
@@ -246,7 +276,7 @@ impl Tracker {
                         for m in &r.moves {
                             self.pos.play_unchecked(*m);
                         }
-                        self.reset();
+                        self.decided();
                         return Some(TrackEvent::Resynced {
                             moves: r.moves,
                             t_ms,
@@ -346,10 +376,11 @@ impl Tracker {
         match key {
             ReadKey::NoChange | ReadKey::Move(_) => {
                 // Verified; a quick reply is picked up by the next reads
-                // against the new position.
+                // against the new position, from this same picture.
                 self.pos = target.clone();
                 self.robot_target = None;
                 self.reset();
+                self.still_since_decision = key == ReadKey::NoChange;
                 Some(TrackEvent::RobotMoveVerified { t_ms })
             }
             _ if held_ms >= self.cfg.unexplained_after_ms && !self.reported_unexplained => {
