@@ -253,6 +253,18 @@ pub fn record(config: &Config, args: &RecordArgs) -> anyhow::Result<ExitCode> {
             TrackEvent::Restored { .. } => {
                 println!("{secs:7.2}s  the board shows the position again")
             }
+            TrackEvent::Amended { was, now, .. } => {
+                if game.moves().last().map(|r| r.mv) == Some(was) {
+                    game.take_back()?;
+                    println!(
+                        "{secs:7.2}s  {}  {} (amended: the piece went on after {} looked finished)",
+                        move_number(game.position()),
+                        san_of(game.position(), now),
+                        san_of(game.position(), was)
+                    );
+                    played.push(now);
+                }
+            }
             TrackEvent::RobotMoveVerified { .. } | TrackEvent::RobotMoveMismatch { .. } => {}
         }
         if !played.is_empty() {
@@ -539,7 +551,7 @@ pub fn bench_recognition(
     const BOARDS: [&str; 3] = ["wooden", "vinyl", "printed"];
     const CAMERAS: [&str; 3] = ["overhead", "angled", "low"];
     let (mut total, mut right, mut resynced, mut wrong, mut missed) = (0, 0, 0, 0, 0);
-    let (mut illegal, mut unexplained) = (0usize, 0usize);
+    let (mut illegal, mut unexplained, mut amended) = (0usize, 0usize, 0usize);
     let mut latency = Vec::new();
     let mut since_release = Vec::new();
     let mut per_view: std::collections::BTreeMap<String, (usize, usize)> = Default::default();
@@ -608,6 +620,7 @@ pub fn bench_recognition(
             }
         }
         unexplained += r.unexplained();
+        amended += r.amended();
         let e = per_view.entry(format!("{board}/{camera}")).or_default();
         e.0 += r.outcomes.len();
         e.1 += g_right;
@@ -648,10 +661,17 @@ pub fn bench_recognition(
                 *plies += 1;
                 s
             }
+            let mut before_last = pos.clone();
             for (frame, ev) in &r.events {
                 let what = match ev {
                     TrackEvent::Move { mv, .. } => {
+                        before_last = pos.clone();
                         format!("move {}", step(&mut pos, &mut plies, *mv))
+                    }
+                    TrackEvent::Amended { now, .. } => {
+                        pos = before_last.clone();
+                        plies = plies.saturating_sub(1);
+                        format!("amended to {}", step(&mut pos, &mut plies, *now))
                     }
                     TrackEvent::Resynced { moves, .. } => {
                         let sans: Vec<String> = moves
@@ -704,6 +724,7 @@ pub fn bench_recognition(
     println!("| wrong moves committed | {wrong} ({:.2} %) |", pct(wrong));
     println!("| moves missed | {missed} ({:.2} %) |", pct(missed));
     println!("| illegal moves shown / unexplained reports | {illegal} / {unexplained} |");
+    println!("| moves amended after their commit (counted by the final move) | {amended} |");
     println!(
         "| latency after the hand is gone, median / p90 | {:.0} / {:.0} ms |",
         quantile(&mut latency, 0.5),

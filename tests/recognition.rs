@@ -495,6 +495,44 @@ fn an_illegal_move_is_reported_then_the_restored_board_accepted() {
 }
 
 #[test]
+fn a_move_that_goes_on_after_looking_finished_is_amended() {
+    // Capture "after": the rook is put down at the edge of h3 (read on
+    // h4), the knight is carried off, then the rook is pushed onto h3.
+    let start = position_from_fen("k6r/8/8/8/8/7N/8/K7 b - - 0 1").unwrap();
+    let run = |pause: usize| {
+        let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+        let mut t = 0;
+        let half = obs_of(&after(&start, "Rh4"));
+        let mut ev = feed(&mut tr, &mut t, &half, 5, true);
+        ev.extend(feed(&mut tr, &mut t, &half, 15 + pause, false));
+        let done = obs_of(&after(&start, "Rxh3"));
+        ev.extend(feed(&mut tr, &mut t, &done, 5, true));
+        ev.extend(feed(&mut tr, &mut t, &done, 30, false));
+        (ev, tr.position().clone())
+    };
+    let (ev, pos) = run(0);
+    match ev.as_slice() {
+        [TrackEvent::Move { mv, .. }, TrackEvent::Amended { was, now, .. }] => {
+            assert_eq!(uci_of(*mv), "h8h4");
+            assert_eq!((uci_of(*was), uci_of(*now)), ("h8h4".into(), "h8h3".into()));
+        }
+        e => panic!("{e:?}"),
+    }
+    assert_eq!(pos.board(), after(&start, "Rxh3").board());
+    // Long after the commit (the other side could have been thinking),
+    // the same board is reported, not amended.
+    let (ev, pos) = run(300);
+    assert!(
+        matches!(
+            ev.as_slice(),
+            [TrackEvent::Move { .. }, TrackEvent::Unexplained { .. }]
+        ),
+        "{ev:?}"
+    );
+    assert_eq!(pos.board(), after(&start, "Rh4").board());
+}
+
+#[test]
 fn a_still_picture_is_one_ply_until_something_moves() {
     let start = Chess::default();
     let mut tr = Tracker::new(start.clone(), TrackerConfig::default());

@@ -367,3 +367,67 @@ fn a_board_calibration_asked_for_is_made_on_the_next_frame_and_saved() {
     let pose = chessbot::vision::calibrate::load_board_pose(&cal_dir).unwrap();
     assert_eq!(pose.image_size, (480, 360));
 }
+
+/// What the watcher would report: one event on a read frame.
+fn event_frame(event: chessbot::recognition::TrackEvent) -> chessbot::recognition::WatchOutput {
+    chessbot::recognition::WatchOutput {
+        event: Some(event),
+        frame: chessbot::recognition::FrameUse::Read,
+        busy: false,
+        covered: Vec::new(),
+        reading: None,
+    }
+}
+
+/// An amended move replaces the recorded one in record mode; in play mode
+/// (the engine may be answering it already) the person is asked instead
+/// and the game is left as it was.
+#[test]
+fn an_amended_move_is_replaced_when_recording_and_asked_about_when_playing() {
+    use chessbot::recognition::TrackEvent;
+    let start = Chess::default();
+    let e4 = parse_move(&start, "e4").unwrap();
+    let e3 = parse_move(&start, "e3").unwrap();
+    let recorded = |mode: Mode| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut core = core_in(dir.path());
+        core.new_game(new_game(mode), 0).unwrap();
+        let mut watch = CameraWatch::new(WatcherConfig::default());
+        watch.sync(&core);
+        let played = TrackEvent::Move {
+            mv: e4,
+            t_ms: 1000,
+            confidence: 1.0,
+            promotion_unverified: false,
+        };
+        watch.apply(&mut core, &event_frame(played), 1000);
+        let amended = TrackEvent::Amended {
+            was: e4,
+            now: e3,
+            t_ms: 3000,
+        };
+        let (effects, _) = watch.apply(&mut core, &event_frame(amended), 3000);
+        let said: Vec<String> = effects
+            .into_iter()
+            .filter_map(|e| match e {
+                Effect::Say(t) => Some(t),
+                _ => None,
+            })
+            .collect();
+        let game = core.session().unwrap().game();
+        let moves: Vec<String> = game.moves().iter().map(|m| m.san.clone()).collect();
+        (moves, said)
+    };
+    let (moves, said) = recorded(Mode::Record);
+    assert_eq!(moves, ["e3"]);
+    assert!(
+        said.iter().any(|s| s.contains("recorded e3 instead")),
+        "{said:?}"
+    );
+    let (moves, said) = recorded(Mode::Play);
+    assert_eq!(moves.first().map(String::as_str), Some("e4"));
+    assert!(
+        said.iter().any(|s| s.contains("no longer shows e4")),
+        "{said:?}"
+    );
+}

@@ -83,6 +83,14 @@ impl SimGameReport {
             .filter(|(_, e)| matches!(e, TrackEvent::Unexplained { .. }))
             .count()
     }
+
+    /// Committed moves later amended (see [`TrackEvent::Amended`]).
+    pub fn amended(&self) -> usize {
+        self.events
+            .iter()
+            .filter(|(_, e)| matches!(e, TrackEvent::Amended { .. }))
+            .count()
+    }
 }
 
 /// Errors of a simulated run.
@@ -193,6 +201,11 @@ pub fn watch_sim_game_with(
         if let Some(ev) = out.event {
             match &ev {
                 TrackEvent::Move { mv, .. } => commits.push((*mv, truth.time_ms, false)),
+                TrackEvent::Amended { now, .. } => {
+                    if let Some(last) = commits.last_mut() {
+                        *last = (*now, truth.time_ms, false);
+                    }
+                }
                 TrackEvent::Resynced { moves, .. } => {
                     commits.extend(moves.iter().map(|m| (*m, truth.time_ms, true)))
                 }

@@ -82,6 +82,11 @@ pub enum TrackEvent {
     },
     /// After an unexplained state, the board shows the position again.
     Restored { t_ms: u64 },
+    /// The person's last move, committed from a still board, was not
+    /// finished: the same piece went on to another square (a capture made
+    /// by putting the piece down beside the square, taking the captured
+    /// piece off, then pushing it in). `was` is replaced by `now`.
+    Amended { was: Move, now: Move, t_ms: u64 },
     /// The robot's move is on the board as planned.
     RobotMoveVerified { t_ms: u64 },
     /// The robot's move is not on the board as planned.
@@ -125,7 +130,18 @@ pub struct Tracker {
     /// still there, and nothing more is decided on it (see
     /// [`Tracker::push`]).
     still_since_decision: bool,
+    /// The person's last committed move, the position before it and when
+    /// it was committed: what [`TrackEvent::Amended`] may replace.
+    last_move: Option<(Chess, Move, u64)>,
 }
+
+/// How long after a committed move the same piece may still be seen going
+/// on to another square and the move be amended: a capture finished after
+/// the captured piece was carried off the board (the bench's script puts
+/// the capturing piece down at the edge of the square, carries the
+/// captured one to the side of the board and comes back, 2-4 s), well
+/// short of a reply being thought over and played.
+pub const AMEND_WINDOW_MS: u64 = 8000;
 
 /// Observations kept for ordering a resync: ten seconds at 30 fps.
 const HISTORY_FRAMES: usize = 300;
@@ -145,6 +161,7 @@ impl Tracker {
             unexplained_board: None,
             unexplained_since_ms: 0,
             still_since_decision: false,
+            last_move: None,
         }
     }
 
@@ -161,6 +178,7 @@ impl Tracker {
         // A move refused by the game and seen again once it may be played
         // is on the board already: read the picture afresh.
         self.still_since_decision = false;
+        self.last_move = None;
     }
 
     /// The robot is about to play `mv`: the next settled board should show it.
@@ -169,6 +187,29 @@ impl Tracker {
         after.play_unchecked(mv);
         self.robot_target = Some((mv, after));
         self.reset();
+        self.last_move = None;
+    }
+
+    /// A board no move explains, shortly after the person's move was
+    /// committed: explained instead, from the position before that move,
+    /// by a move of the same piece from the same square (the move was not
+    /// finished when it looked still; it is amended).
+    fn amend(&mut self, t_ms: u64, obs: &BoardObs) -> Option<TrackEvent> {
+        let (before, was, at) = self.last_move.clone()?;
+        if t_ms.saturating_sub(at) > AMEND_WINDOW_MS {
+            return None;
+        }
+        let Verdict::Move { mv: now, .. } = score(&before, obs).verdict else {
+            return None;
+        };
+        if now == was || now.from() != was.from() || now.role() != was.role() {
+            return None;
+        }
+        self.pos = before.clone();
+        self.pos.play_unchecked(now);
+        self.decided();
+        self.last_move = Some((before, now, t_ms));
+        Some(TrackEvent::Amended { was, now, t_ms })
     }
 
     /// A decision was made on this still picture.
@@ -234,6 +275,11 @@ impl Tracker {
         let agreed = self.count >= self.cfg.settled_reads
             && t_ms.saturating_sub(self.since_ms) >= self.cfg.settle_ms;
         let held_ms = t_ms.saturating_sub(self.since_ms);
+        if agreed && matches!(scored.verdict, Verdict::Unexplained { .. }) {
+            if let Some(ev) = self.amend(t_ms, obs) {
+                return Some(ev);
+            }
+        }
         match scored.verdict {
             Verdict::Move {
                 mv,
@@ -242,6 +288,7 @@ impl Tracker {
             } if agreed
                 && (held_ms >= self.cfg.half_castling_ms || !is_half_castling(&self.pos, mv)) =>
             {
+                self.last_move = Some((self.pos.clone(), mv, t_ms));
                 self.pos.play_unchecked(mv);
                 self.decided();
                 Some(TrackEvent::Move {
@@ -277,6 +324,7 @@ impl Tracker {
                             self.pos.play_unchecked(*m);
                         }
                         self.decided();
+                        self.last_move = None;
                         return Some(TrackEvent::Resynced {
                             moves: r.moves,
                             t_ms,

@@ -15,7 +15,7 @@
 
 use shakmaty::{Chess, Move, Position};
 
-use super::core::{CameraStatus, Core, Effect};
+use super::core::{CameraStatus, Core, Effect, Mode};
 use crate::game::{fen_of, san_of, uci_of};
 use crate::recognition::{
     BoardWatcher, Disagreement, FrameUse, RecognitionError, TrackEvent, WatchOutput, WatcherConfig,
@@ -175,6 +175,44 @@ impl CameraWatch {
                     "The board does not match a legal move: {}. Please put it right.",
                     Disagreement::describe_all(disagreeing)
                 )));
+            }
+            TrackEvent::Amended { was, now, .. } => {
+                let last = core
+                    .session()
+                    .and_then(|s| s.game().moves().last().map(|m| m.mv));
+                // Recording: the move is replaced. Playing: the engine may
+                // already be answering the move as it was, so the person
+                // is asked to finish it as recorded or take it back.
+                if last == Some(*was) && core.mode() == Mode::Record && core.take_back().is_ok() {
+                    if let Some(m) = &mut self.mark {
+                        m.moves.pop();
+                    }
+                    let san_was = core
+                        .session()
+                        .map(|s| san_of(s.game().position(), *was))
+                        .unwrap_or_default();
+                    if self.board_moves(core, &[*now], now_ms, &mut effects) == 1 {
+                        let san_now = core
+                            .session()
+                            .and_then(|s| s.game().moves().last().map(|m| m.san.clone()))
+                            .unwrap_or_default();
+                        effects.extend(core.notify(format!(
+                            "The piece went on after {san_was} looked finished: recorded {san_now} instead."
+                        )));
+                    }
+                } else {
+                    let game = core.session().map(|s| {
+                        let last = s.game().moves().last().map(|m| m.san.clone());
+                        (s.game().position().clone(), last.unwrap_or_default())
+                    });
+                    if let Some((pos, san)) = game {
+                        effects.extend(core.notify(format!(
+                            "The board no longer shows {san} as played. Please put the piece where it was played, or take the move back."
+                        )));
+                        self.watcher.set_position(pos);
+                    }
+                    self.mark = GameMark::of(core);
+                }
             }
             TrackEvent::Restored { .. } => {
                 effects.extend(core.notify("The board matches the game again.".into()));

@@ -1138,6 +1138,10 @@ impl SimRobotGame {
             match self.push_frame(watcher) {
                 Some(TrackEvent::Move { mv, .. }) => seen.push(mv),
                 Some(TrackEvent::Resynced { moves, .. }) => seen.extend(moves),
+                Some(TrackEvent::Amended { now, .. }) => {
+                    seen.pop();
+                    seen.push(now);
+                }
                 Some(TrackEvent::Unexplained { .. }) if !noticed => {
                     noticed = true;
                     if illegal {
