@@ -67,18 +67,6 @@ const OUTER_RADIUS: f64 = 0.3;
 const INNER_HEIGHT: f64 = 0.9;
 const OUTER_HEIGHT: f64 = 1.1;
 
-/// The surely-inside body is [`INNER_RADIUS`] wide only up to this
-/// fraction of the piece's height; above it only the axis
-/// ([`INNER_TOP_RADIUS`]) is: a king's crown and cross, a queen's and a
-/// bishop's ball are 0.02-0.07 square across (Staunton profiles,
-/// `sim::pieces`), so a sample offset 0.12 square beside the top of a
-/// king sees past it. Measured on the held-out vinyl/angled game: after
-/// `...Bg7` (the bishop leaving f8 from behind the king on f7) two such
-/// samples beside the king's top saw the bishop go and counted for `Kg7`.
-/// At 0.7 of the height every piece is still at least 0.13 across.
-const INNER_SHOULDER: f64 = 0.7;
-const INNER_TOP_RADIUS: f64 = 0.01;
-
 /// Weight of a predicted change that does not show, against 1 for a change
 /// that shows where none is predicted: weaker evidence, since a piece of
 /// about the brightness of what it covers (a black king's base on dark
@@ -123,11 +111,10 @@ fn cylinders(side: Side, board: &Board) -> Cylinders {
 }
 
 /// What the sight line from the camera through the point `x` (grid units,
-/// height last) meets first among `pieces`, each the union of upright
-/// cylinders `parts` (radius, and height as a multiple of the piece's),
-/// or the board.
-fn first_met(camera: [f64; 3], x: [f64; 3], pieces: &Cylinders, parts: &[(f64, f64)]) -> Meets {
-    let c = camera;
+/// height last) meets first among `pieces`, with `radius` and `scale`
+/// times their height, or the board.
+fn first_met(view: &Viewpoint, x: [f64; 3], pieces: &Cylinders, radius: f64, scale: f64) -> Meets {
+    let c = view.centre;
     let d = [x[0] - c[0], x[1] - c[1], x[2] - c[2]];
     if d[2] >= -1e-12 {
         return Meets::Board;
@@ -136,10 +123,7 @@ fn first_met(camera: [f64; 3], x: [f64; 3], pieces: &Cylinders, parts: &[(f64, f
     let t_ground = -c[2] / d[2];
     let a = d[0] * d[0] + d[1] * d[1];
     let mut best = (t_ground, Meets::Board);
-    for (&(q, h, colour), &(radius, scale)) in pieces
-        .iter()
-        .flat_map(|p| parts.iter().map(move |part| (p, part)))
-    {
+    for &(q, h, colour) in pieces {
         let (ox, oy) = (c[0] - q[0], c[1] - q[1]);
         let cc = ox * ox + oy * oy - radius * radius;
         // Where the line is within `radius` of the axis.
@@ -170,21 +154,8 @@ fn first_met(camera: [f64; 3], x: [f64; 3], pieces: &Cylinders, parts: &[(f64, f
 /// What the sight line through `x` meets on `pieces`, or `None` when the
 /// answer hangs on the pieces' exact size.
 fn meets(view: &Viewpoint, x: [f64; 3], pieces: &Cylinders) -> Option<Meets> {
-    surely_meets(view.centre, x, pieces)
-}
-
-/// [`meets`] from a camera at `camera` (grid units, height last).
-fn surely_meets(camera: [f64; 3], x: [f64; 3], pieces: &Cylinders) -> Option<Meets> {
-    let inner = first_met(
-        camera,
-        x,
-        pieces,
-        &[
-            (INNER_RADIUS, INNER_HEIGHT * INNER_SHOULDER),
-            (INNER_TOP_RADIUS, INNER_HEIGHT),
-        ],
-    );
-    let outer = first_met(camera, x, pieces, &[(OUTER_RADIUS, OUTER_HEIGHT)]);
+    let inner = first_met(view, x, pieces, INNER_RADIUS, INNER_HEIGHT);
+    let outer = first_met(view, x, pieces, OUTER_RADIUS, OUTER_HEIGHT);
     (inner == outer).then_some(inner)
 }
 
@@ -485,26 +456,6 @@ mod tests {
             .collect();
         let cost = samples.iter().map(|s| s.cost).sum::<f32>() / samples.len() as f32;
         Fit { cost, samples }
-    }
-
-    #[test]
-    fn beside_a_kings_top_the_sight_line_may_pass_it() {
-        // A black king on f7 seen from White's side, 35° up.
-        let king: Cylinders = vec![([5.5, 1.5], role_height(Role::King), Color::Black)];
-        let camera = [5.5, 12.0, 7.4];
-        let h = role_height(Role::King);
-        // Beside its body, 0.12 square off the axis: surely the king.
-        let low = surely_meets(camera, [5.62, 1.5, 0.3 * h], &king);
-        assert_eq!(low, Some(Meets::Piece(Color::Black)));
-        // On its axis near the top: surely the king.
-        let axis = surely_meets(camera, [5.5, 1.5, 0.8 * h], &king);
-        assert_eq!(axis, Some(Meets::Piece(Color::Black)));
-        // Beside its crown: the crown may be narrower; not known.
-        let top = surely_meets(camera, [5.62, 1.5, 0.8 * h], &king);
-        assert_eq!(top, None);
-        // Well above it: the board beyond.
-        let above = surely_meets(camera, [5.5, 1.5, 1.3 * h], &king);
-        assert_eq!(above, Some(Meets::Board));
     }
 
     #[test]
