@@ -355,6 +355,7 @@ impl BoardWatcher {
                         | TrackEvent::Resynced { .. }
                         | TrackEvent::RobotMoveVerified { .. }
                         | TrackEvent::Restored { .. }
+                        | TrackEvent::Amended { .. }
                 )
             )
         {
