@@ -585,6 +585,27 @@ fn robot_move_is_verified_and_a_quick_reply_is_not_missed() {
 }
 
 #[test]
+fn a_robot_move_is_verified_even_where_the_arm_was_never_seen() {
+    // The person's e4 is committed; the arm's motion is not seen (no
+    // frames while it moved), only the board afterwards.
+    let start = Chess::default();
+    let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+    let mut t = 0;
+    feed(&mut tr, &mut t, &obs_of(&start), 5, true);
+    let e4 = after(&start, "e4");
+    let ev = feed(&mut tr, &mut t, &obs_of(&e4), 30, false);
+    assert!(matches!(ev.as_slice(), [TrackEvent::Move { .. }]), "{ev:?}");
+    tr.expect_robot_move(parse_move(&e4, "e5").unwrap());
+    // The picture of the decision is no news: neither verified nor a mismatch.
+    assert!(feed(&mut tr, &mut t, &obs_of(&e4), 30, false).is_empty());
+    let ev = feed(&mut tr, &mut t, &obs_of(&after(&e4, "e5")), 30, false);
+    assert!(
+        matches!(ev.as_slice(), [TrackEvent::RobotMoveVerified { .. }]),
+        "{ev:?}"
+    );
+}
+
+#[test]
 fn robot_misplacement_is_reported_with_squares() {
     let start = after(&Chess::default(), "e4");
     let mut tr = Tracker::new(start.clone(), TrackerConfig::default());

@@ -253,7 +253,12 @@ impl Tracker {
             self.unexplained_board = None;
             return None;
         }
-        if self.still_since_decision {
+        // The robot's move is the exception: it is expected, and the board
+        // must show exactly it, which the picture of the last decision
+        // cannot. (Where the arm's motion is never seen, as with the
+        // simulator's ground-truth watcher, waiting for a busy frame left
+        // every robot move unverified.)
+        if self.still_since_decision && self.robot_target.is_none() {
             return None;
         }
         if let Some((mv, target)) = self.robot_target.clone() {
@@ -439,7 +444,12 @@ impl Tracker {
                 self.still_since_decision = key == ReadKey::NoChange;
                 Some(TrackEvent::RobotMoveVerified { t_ms })
             }
-            _ if held_ms >= self.cfg.unexplained_after_ms && !self.reported_unexplained => {
+            // A mismatch is only reported once something has moved since
+            // the last decision: the picture that decided it is no news.
+            _ if held_ms >= self.cfg.unexplained_after_ms
+                && !self.reported_unexplained
+                && !self.still_since_decision =>
+            {
                 self.reported_unexplained = true;
                 Some(TrackEvent::RobotMoveMismatch {
                     disagreeing: obs.disagreements(target.board()),
