@@ -764,9 +764,10 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
         excusable(obs, &obs.disagreements(&best.board), &best.board) && margin >= RESYNC_MARGIN;
     // A misread can make a wrong line look clear: the picture, where
     // measured, must fit it ([`RESYNC_FIT_COST`]), and no other end (nor
-    // the position before) may fit clearly better. (The wrong `Nxg4+ Rf7 Nf6 Rh7` of the held-out
-    // printed game passed both, at 0.097 against runners-up at 0.11-0.19,
-    // its true line not among the ends; [`goes_back`] keeps it out.)
+    // the position before) may fit clearly better. (The wrong
+    // `Nxg4+ Rf7 Nf6 Rh7` of the held-out printed game passed both, at
+    // 0.097 against runners-up at 0.11-0.19, its true line not among the
+    // ends; [`goes_back`] keeps it out.)
     let contradicted = obs.change_fit(&best.board).is_some_and(|f0| {
         f0.cost > RESYNC_FIT_COST
             || ends

@@ -236,9 +236,11 @@ impl Tracker {
     /// (wooden board, angled camera): one settled picture, with the rook
     /// on b8 read empty and the bishop on b7 read White, was committed as
     /// the person's `...Bb7` and, 0.3 s later with nothing moving, as
-    /// White's `Rxb7`. A robot move verified with the person's reply
-    /// already on the board is the exception: the reply is read from the
-    /// same picture.
+    /// White's `Rxb7`. Two exceptions: a robot move verified with the
+    /// person's reply already on the board (the reply is read from the
+    /// same picture), and the robot's expected move itself, which is
+    /// verified without motion (the board must show exactly it) but
+    /// reported as a mismatch only after motion.
     pub fn push(&mut self, t_ms: u64, obs: &BoardObs, busy: bool) -> Option<TrackEvent> {
         if !obs.squares.iter().all(|s| s.occluded) {
             if self.history.len() >= HISTORY_FRAMES {
