@@ -469,9 +469,14 @@ pub const RESYNC_FIT_COST: f32 = 0.2;
 /// fit (cost at most [`FIT_COST`]) and every other, "nothing changed"
 /// included, must fit worse by at least [`CHANGE_MARGIN`] where the two
 /// differ; a contender not measured decides nothing. The squares the
-/// chosen move changes are then taken as the picture shows them (a king
-/// that arrived behind a pawn on a dark square may read empty), and so
-/// are squares whose picture has not changed at all
+/// chosen move changes are then taken as the picture shows them where a
+/// piece of the chosen board stands in front of them (a king that arrived
+/// behind a pawn on a dark square may read empty); in the open they must
+/// read as the move leaves them (seed-21 bench, wooden board, angled
+/// camera: a rook put down at the edge of b7, to take the queen there
+/// once she was carried off, fitted the picture of `...Ra8` at 0.017
+/// with a8 reading empty, and `...Ra8` was committed). So are squares
+/// whose picture has not changed at all
 /// ([`BoardObs::unchanged`]: a misread there is no news, it looked the
 /// same when the position was last seen); the rest of the board must be
 /// as [`excusable`] as ever. Returns the move and the posterior mass of
@@ -570,7 +575,9 @@ fn pick_by_change(obs: &BoardObs, before: &Board, boards: &[Board]) -> Option<us
     let board = &boards[k];
     let mut disagreeing = obs.disagreements(board);
     disagreeing.retain(|d| {
-        board.piece_at(d.square) == before.piece_at(d.square) && !obs.unchanged.contains(d.square)
+        let moved_here = board.piece_at(d.square) != before.piece_at(d.square);
+        let hidden = moved_here && shadowed(obs.get(d.square), board);
+        !hidden && !obs.unchanged.contains(d.square)
     });
     excusable(obs, &disagreeing, board).then_some(k)
 }

