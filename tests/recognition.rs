@@ -281,50 +281,6 @@ fn a_piece_that_reads_empty_where_it_arrived_is_found_by_the_change() {
 }
 
 #[test]
-fn a_piece_seen_one_square_on_is_found_by_the_change() {
-    // Angled camera: a tall piece's top, seen from the side, is taken for
-    // a piece on the square behind it, and its own square reads empty
-    // (held-out wooden/angled robot game, `...Bb7` read on b8). After
-    // `Bc4` the bishop reads on c5, in its colour: the change decides.
-    let pos = after(&Chess::default(), "e4 e5");
-    let played = after(&pos, "Bc4");
-    let mut obs = obs_of(&played);
-    obs.set(Square::C4, SquareObs::certain(Occupant::Empty));
-    obs.set(
-        Square::C5,
-        SquareObs {
-            bleed_from: Bitboard::from(Square::C4),
-            ..SquareObs::certain(Occupant::White)
-        },
-    );
-    let others = [("Be2", 0.45), ("Bd3", 0.4), ("Bb5", 0.4), ("Ba6", 0.45)];
-    let mut costs = vec![("Bc4", 0.02)];
-    costs.extend(others);
-    assert_eq!(
-        verdict_move(&pos, &with_change(&pos, &obs, 0.5, &costs)),
-        "f1c4"
-    );
-    // Seen on c5 as a black piece, or not at all: not the bishop.
-    for c5 in [Occupant::Black, Occupant::Empty] {
-        let mut o = obs.clone();
-        o.set(
-            Square::C5,
-            SquareObs {
-                bleed_from: Bitboard::from(Square::C4),
-                ..SquareObs::certain(c5)
-            },
-        );
-        assert!(
-            !matches!(
-                score(&pos, &with_change(&pos, &o, 0.5, &costs)).verdict,
-                Verdict::Move { .. }
-            ),
-            "c5 {c5:?}"
-        );
-    }
-}
-
-#[test]
 fn a_confident_misread_the_picture_contradicts_is_not_committed() {
     // Held-out bench, printed board, angled camera: after ...Rxh5 the
     // rook's base read as White (the captured pawn's colour) and its top as

@@ -469,10 +469,14 @@ pub const RESYNC_FIT_COST: f32 = 0.2;
 /// fit (cost at most [`FIT_COST`]) and every other, "nothing changed"
 /// included, must fit worse by at least [`CHANGE_MARGIN`] where the two
 /// differ; a contender not measured decides nothing. The squares the
-/// chosen move changes are then taken as the picture shows them, except
-/// that a piece the move puts down and that reads empty must be hidden
-/// or seen one square on ([`unseen_arrival`]). So are squares whose
-/// picture has not changed at all
+/// chosen move changes are then taken as the picture shows them where a
+/// piece of the chosen board stands in front of them (a king that arrived
+/// behind a pawn on a dark square may read empty); in the open they must
+/// read as the move leaves them (seed-21 bench, wooden board, angled
+/// camera: a rook put down at the edge of b7, to take the queen there
+/// once she was carried off, fitted the picture of `...Ra8` at 0.017
+/// with a8 reading empty, and `...Ra8` was committed). So are squares
+/// whose picture has not changed at all
 /// ([`BoardObs::unchanged`]: a misread there is no news, it looked the
 /// same when the position was last seen); the rest of the board must be
 /// as [`excusable`] as ever. Returns the move and the posterior mass of
@@ -572,34 +576,10 @@ fn pick_by_change(obs: &BoardObs, before: &Board, boards: &[Board]) -> Option<us
     let mut disagreeing = obs.disagreements(board);
     disagreeing.retain(|d| {
         let moved_here = board.piece_at(d.square) != before.piece_at(d.square);
-        let excused = moved_here && (d.seen != Occupant::Empty || unseen_arrival(obs, board, d));
-        !excused && !obs.unchanged.contains(d.square)
+        let hidden = moved_here && shadowed(obs.get(d.square), board);
+        !hidden && !obs.unchanged.contains(d.square)
     });
     excusable(obs, &disagreeing, board).then_some(k)
-}
-
-/// Whether a piece that `board` has on the square `d` reads empty there
-/// for a reason the camera explains: a piece of `board` stands in front
-/// of the square (a king that arrived behind a pawn), or the piece itself
-/// is seen on a square behind it, one it can bleed into, in its own colour
-/// (a tall piece's top, read from an angle, taken for a piece one square
-/// on: held-out wooden/angled robot game, `...Bb7` with b8 reading black
-/// and b7 empty). In the open, with no sign of the piece behind, it is
-/// not there (seed-21 bench, wooden/angled: a rook put down at the edge
-/// of b7, to take the queen there once she was carried off, fitted the
-/// picture of `...Ra8` at 0.017 with a8 reading empty, and `...Ra8` was
-/// committed).
-fn unseen_arrival(obs: &BoardObs, board: &Board, d: &Disagreement) -> bool {
-    if shadowed(obs.get(d.square), board) {
-        return true;
-    }
-    let colour = Occupant::of(board, d.square);
-    colour != Occupant::Empty
-        && Square::ALL.iter().any(|&t| {
-            let o = obs.get(t);
-            let (seen, p) = o.best();
-            o.bleed_from.contains(d.square) && !o.occluded && p >= CONFIDENT_STATE && seen == colour
-        })
 }
 
 /// Confidently read squares that may contradict the best hypothesis
