@@ -155,10 +155,10 @@ const HISTORY_FRAMES: usize = 300;
 /// pauses mid-move (grasping, or putting a capturing piece down beside
 /// its square) splits one ply into two or three spells. More spells than
 /// the search's plies can account for mean the true line is longer than
-/// the search, where every end is wrong: ask instead. Held-out bench
-/// (vinyl, angled, seed 25): the tracker stuck for 28.7 s while about
-/// eight plies were played in 20 spells, then resynced a wrong four-ply
-/// line.
+/// the search, where every end is wrong: ask instead. Seed-21 bench
+/// (vinyl, angled, game seed 25): the tracker stuck for 28.7 s while
+/// about eight plies were played in 20 spells, then resynced a wrong
+/// four-ply line.
 pub const MAX_VISITS_PER_PLY: usize = 3;
 
 impl Tracker {
