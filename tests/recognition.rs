@@ -738,7 +738,7 @@ fn a_quick_reply_to_an_unseen_move_is_resynced_before_the_next_hand() {
 fn a_lost_track_with_more_hand_visits_than_the_search_covers_is_asked() {
     // Two plies missed, but the hand came and went more often than four
     // plies can account for: the true line may be longer than the search
-    // (seed-25 bench, vinyl/angled: 20 spells, about eight plies, a wrong
+    // (seed-21 bench, vinyl/angled, game seed 25: 20 spells, about eight plies, a wrong
     // four-ply line resynced). With as many spells as four plies may
     // make, the same board is resynced.
     let start = after(&Chess::default(), "e4 e5");
