@@ -281,6 +281,50 @@ fn a_piece_that_reads_empty_where_it_arrived_is_found_by_the_change() {
 }
 
 #[test]
+fn a_piece_seen_one_square_on_is_found_by_the_change() {
+    // Angled camera: a tall piece's top, seen from the side, is taken for
+    // a piece on the square behind it, and its own square reads empty
+    // (held-out wooden/angled robot game, `...Bb7` read on b8). After
+    // `Bc4` the bishop reads on c5, in its colour: the change decides.
+    let pos = after(&Chess::default(), "e4 e5");
+    let played = after(&pos, "Bc4");
+    let mut obs = obs_of(&played);
+    obs.set(Square::C4, SquareObs::certain(Occupant::Empty));
+    obs.set(
+        Square::C5,
+        SquareObs {
+            bleed_from: Bitboard::from(Square::C4),
+            ..SquareObs::certain(Occupant::White)
+        },
+    );
+    let others = [("Be2", 0.45), ("Bd3", 0.4), ("Bb5", 0.4), ("Ba6", 0.45)];
+    let mut costs = vec![("Bc4", 0.02)];
+    costs.extend(others);
+    assert_eq!(
+        verdict_move(&pos, &with_change(&pos, &obs, 0.5, &costs)),
+        "f1c4"
+    );
+    // Seen on c5 as a black piece, or not at all: not the bishop.
+    for c5 in [Occupant::Black, Occupant::Empty] {
+        let mut o = obs.clone();
+        o.set(
+            Square::C5,
+            SquareObs {
+                bleed_from: Bitboard::from(Square::C4),
+                ..SquareObs::certain(c5)
+            },
+        );
+        assert!(
+            !matches!(
+                score(&pos, &with_change(&pos, &o, 0.5, &costs)).verdict,
+                Verdict::Move { .. }
+            ),
+            "c5 {c5:?}"
+        );
+    }
+}
+
+#[test]
 fn a_confident_misread_the_picture_contradicts_is_not_committed() {
     // Held-out bench, printed board, angled camera: after ...Rxh5 the
     // rook's base read as White (the captured pawn's colour) and its top as
@@ -878,4 +922,31 @@ fn a_lost_track_told_only_by_shadowed_squares_is_asked_not_guessed() {
         );
     }
     assert!(resync(&start, &shadowed, 4).is_none());
+}
+
+#[test]
+fn one_misread_square_is_not_taken_for_a_missed_move() {
+    // Standard bench, printed board, low camera: after `Qxc8` the white
+    // queen read empty on c8 (p 1.00). `Qxd7+ Bxd7` explains that square
+    // too (c8 emptied, d7 still black) and was resynced. A board one move
+    // explains but for one square is that move misread: the person is
+    // asked.
+    let pos =
+        position_from_fen("1nbqkb2/1Q1ppppr/2p4R/8/1PP1n3/8/P4PP1/RNB1K1N1 w Q - 0 10").unwrap();
+    let played = after(&pos, "Qxc8");
+    let mut seen = obs_of(&played);
+    seen.set(Square::C8, SquareObs::certain(Occupant::Empty));
+    assert_eq!(resync(&pos, &seen, 4).map(|r| r.moves.len()), None);
+    // And the same picture from the two-move line, read perfectly, cannot
+    // be told from `Qxc8` with c8 misread: asked too.
+    let line = after(&pos, "Qxd7+ Bxd7");
+    assert_eq!(obs_of(&line).disagreements(played.board()).len(), 1);
+    assert!(resync(&pos, &obs_of(&line), 4).is_none());
+    // Two squares a single move cannot explain: the missed move is taken.
+    let line = after(&pos, "Qxc8 Nxf2");
+    let r = resync(&pos, &obs_of(&line), 4).expect("a clear two-move line");
+    assert_eq!(
+        r.moves.iter().map(|m| uci_of(*m)).collect::<Vec<_>>(),
+        ["b7c8", "e4f2"]
+    );
 }
