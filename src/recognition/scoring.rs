@@ -806,18 +806,20 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
     // One move that explains all but one square the line explains is a
     // move with a misread, not a lost track: a missed move changes at
     // least two squares.
-    let one_move_nearly = ends.iter().any(|e| {
-        e.plies == 1
-            && obs
-                .disagreements(&e.board)
-                .iter()
-                .filter(|d| !best_disagreeing.iter().any(|b| b.square == d.square))
-                .count()
-                <= MAX_MISREAD_OF_ONE_MOVE
-    });
+    let one_move_nearly = || {
+        ends.iter().any(|e| {
+            e.plies == 1
+                && obs
+                    .disagreements(&e.board)
+                    .iter()
+                    .filter(|d| !best_disagreeing.iter().any(|b| b.square == d.square))
+                    .count()
+                    <= MAX_MISREAD_OF_ONE_MOVE
+        })
+    };
     let clear = excusable(obs, &best_disagreeing, &best.board)
         && margin >= RESYNC_MARGIN
-        && (best.plies == 1 || !one_move_nearly);
+        && (best.plies == 1 || !one_move_nearly());
     // A misread can make a wrong line look clear: the picture, where
     // measured, must fit it ([`RESYNC_FIT_COST`]), and no other end (nor
     // the position before) may fit clearly better. (The wrong
