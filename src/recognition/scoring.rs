@@ -697,8 +697,14 @@ struct ResyncEnd {
     board: Board,
     log_likelihood: f64,
     orders: Vec<Vec<Move>>,
-    /// The fewest moves that reach it.
-    plies: usize,
+}
+
+impl ResyncEnd {
+    /// The fewest moves that reach it: the first order found, as the
+    /// search goes one ply deeper at a time.
+    fn plies(&self) -> usize {
+        self.orders[0].len()
+    }
 }
 
 /// Searches sequences of up to `max_plies` legal moves, moving only
@@ -754,7 +760,6 @@ fn resync_ends(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Vec<ResyncEnd> 
                     board: p.board().clone(),
                     log_likelihood: *ll,
                     orders: vec![line.clone()],
-                    plies: line.len(),
                 }),
             }
         }
@@ -808,7 +813,7 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
     // least two squares.
     let one_move_nearly = || {
         ends.iter().any(|e| {
-            e.plies == 1
+            e.plies() == 1
                 && obs
                     .disagreements(&e.board)
                     .iter()
@@ -819,7 +824,7 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
     };
     let clear = excusable(obs, &best_disagreeing, &best.board)
         && margin >= RESYNC_MARGIN
-        && (best.plies == 1 || !one_move_nearly());
+        && (best.plies() == 1 || !one_move_nearly());
     // A misread can make a wrong line look clear: the picture, where
     // measured, must fit it ([`RESYNC_FIT_COST`]), and no other end (nor
     // the position before) may fit clearly better. (The wrong
