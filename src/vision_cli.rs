@@ -106,6 +106,12 @@ pub enum VisionCmd {
         /// Only these frames (indices as listed by --failures, comma-separated), to trace them.
         #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
         only: Vec<usize>,
+        /// Read each frame calibrated: taught by a frame of the start position from the same camera.
+        #[arg(long)]
+        calibrated: bool,
+        /// Also write every cell's features, view context and truth to this CSV file.
+        #[arg(long, value_name = "FILE")]
+        dump_features: Option<PathBuf>,
     },
 }
 
@@ -196,6 +202,8 @@ pub fn run_vision(cmd: VisionCmd) -> anyhow::Result<ExitCode> {
             dump,
             dump_max,
             only,
+            calibrated,
+            dump_features,
         } => {
             use chessbot::vision::eval_sim;
             let t0 = std::time::Instant::now();
@@ -205,7 +213,26 @@ pub fn run_vision(cmd: VisionCmd) -> anyhow::Result<ExitCode> {
                 only
             };
             let frames = indices.len();
-            let results = eval_sim::evaluate(indices, seed, width, height, |r| {
+            if let Some(out) = &dump_features {
+                let mut rows = vec![eval_sim::feature_header()];
+                for &i in &indices {
+                    let spec = eval_sim::frame_spec(seed, i, width, height)?;
+                    let (img, truth) = eval_sim::render_frame(&spec, width, height)?;
+                    rows.extend(eval_sim::feature_rows(&spec, &img, &truth));
+                    if (i + 1) % 50 == 0 {
+                        eprintln!("{} frames dumped", i + 1);
+                    }
+                }
+                std::fs::write(out, rows.join("\n") + "\n")
+                    .with_context(|| format!("writing {}", out.display()))?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            let regime = if calibrated {
+                eval_sim::Regime::Calibrated
+            } else {
+                eval_sim::Regime::Cold
+            };
+            let results = eval_sim::evaluate(indices, seed, width, height, regime, |r| {
                 if (r.spec.index + 1) % 50 == 0 {
                     eprintln!("{} frames done", r.spec.index + 1);
                 }
@@ -214,7 +241,7 @@ pub fn run_vision(cmd: VisionCmd) -> anyhow::Result<ExitCode> {
             let mut reads: Vec<f64> = results.iter().map(|r| r.read_s * 1e3).collect();
             reads.sort_by(f64::total_cmp);
             println!(
-                "{frames} rendered frames, {width}x{height}, seed {seed}; corner tolerance {} square; {:.0} s in all, median read {:.1} ms\n",
+                "{frames} rendered frames, {width}x{height}, seed {seed}, {regime:?}; corner tolerance {} square; {:.0} s in all, median read {:.1} ms\n",
                 eval_sim::CORNER_TOLERANCE_SQUARES,
                 t0.elapsed().as_secs_f64(),
                 reads.get(reads.len() / 2).copied().unwrap_or(f64::NAN)

@@ -11,7 +11,8 @@ const SEED: u64 = 1;
 
 #[test]
 fn rendered_frames_are_localized_and_read() {
-    let results = eval_sim::evaluate(0..FRAMES, SEED, 640, 480, |_| {}).expect("rendering");
+    let results = eval_sim::evaluate(0..FRAMES, SEED, 640, 480, eval_sim::Regime::Cold, |_| {})
+        .expect("rendering");
     let report = eval_sim::report(&results);
     eprintln!("{report}");
     for line in eval_sim::failures(&results) {

@@ -397,22 +397,84 @@ pub struct FrameResult {
     pub read_s: f64,
 }
 
+/// What a frame is read with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Regime {
+    /// Nothing known: localization from scratch, no orientation, the
+    /// uncalibrated classifier.
+    Cold,
+    /// Calibrated: a reference frame of the start position from the same
+    /// camera, board and light teaches the classifier and gives the board's
+    /// location and orientation (what a game starts from).
+    Calibrated,
+}
+
+/// What [`Regime::Calibrated`] reads a frame with: the reference (start
+/// position, same scene) localized, oriented by the truth and taught.
+fn calibrated_options(
+    spec: &FrameSpec,
+    width: u32,
+    height: u32,
+) -> Result<Option<ReadOptions>, SimError> {
+    let reference = FrameSpec {
+        position: Board::default(),
+        ..spec.clone()
+    };
+    let (img, truth) = render_frame(&reference, width, height)?;
+    let Ok(loc) = super::locate::locate_board(&img) else {
+        return Ok(None);
+    };
+    let Some((side, err)) = true_side(&loc.corners, &truth) else {
+        return Ok(None);
+    };
+    if err > CORNER_TOLERANCE_SQUARES {
+        return Ok(None);
+    }
+    let Ok((cells, _)) = super::squares::cell_features(&img, &loc) else {
+        return Ok(None);
+    };
+    let occupancy: super::Occupancy = std::array::from_fn(|i| {
+        let piece = Board::default().piece_at(Square::ALL[i]);
+        match piece.map(|p| p.color) {
+            Some(Color::White) => Occupant::White,
+            Some(Color::Black) => Occupant::Black,
+            None => Occupant::Empty,
+        }
+    });
+    let truth_cells = super::squares::cells_from_occupancy(&occupancy, side);
+    let Ok(model) = super::squares::CalibratedModel::fit(&cells, &truth_cells) else {
+        return Ok(None);
+    };
+    Ok(Some(ReadOptions {
+        white_at: Some(side),
+        tracked: Some(loc),
+        model: Some(model),
+    }))
+}
+
 /// Renders, reads and scores the frames with the given indices (each is the
 /// same frame whatever else is asked: see [`frame_spec`]); `progress` is told
-/// about each frame as it is done.
+/// about each frame as it is done. Calibrated frames whose reference could
+/// not be localized are read cold.
 pub fn evaluate(
     indices: impl IntoIterator<Item = usize>,
     seed: u64,
     width: u32,
     height: u32,
+    regime: Regime,
     mut progress: impl FnMut(&FrameResult),
 ) -> Result<Vec<FrameResult>, SimError> {
     let mut out = Vec::new();
     for index in indices {
         let spec = frame_spec(seed, index, width, height)?;
+        let opts = match regime {
+            Regime::Cold => None,
+            Regime::Calibrated => calibrated_options(&spec, width, height)?,
+        }
+        .unwrap_or_default();
         let (img, truth) = render_frame(&spec, width, height)?;
         let t0 = std::time::Instant::now();
-        let read = pipeline::read_frame(&img, &ReadOptions::default());
+        let read = pipeline::read_frame(&img, &opts);
         let read_s = t0.elapsed().as_secs_f64();
         let r = FrameResult {
             spec,
@@ -584,6 +646,65 @@ pub fn failures(results: &[FrameResult]) -> Vec<String> {
         .collect()
 }
 
+/// The CSV header of [`feature_rows`].
+pub fn feature_header() -> String {
+    let mut h = vec!["frame", "view", "board", "cell"];
+    h.extend(super::learned::INPUT_NAMES);
+    h.extend(["rule", "truth"]);
+    h.join(",")
+}
+
+/// Every cell's model inputs, the rule's answer and the true occupant
+/// (0 empty, 1 white, 2 black) of one frame, as CSV rows; none when the
+/// board is not localized or has no view context. Training rows for
+/// `models/train_square_classifier.py`.
+pub fn feature_rows(spec: &FrameSpec, img: &RgbImage, truth: &FrameTruth) -> Vec<String> {
+    let Ok(loc) = super::locate::locate_board(img) else {
+        return Vec::new();
+    };
+    let Some((side, err)) = true_side(&loc.corners, truth) else {
+        return Vec::new();
+    };
+    if err > CORNER_TOLERANCE_SQUARES {
+        return Vec::new();
+    }
+    let Ok((cells, _)) = super::squares::cell_features(img, &loc) else {
+        return Vec::new();
+    };
+    let Some(inputs) = super::learned::model_inputs(&cells) else {
+        return Vec::new();
+    };
+    let rule = super::squares::classify_by_rule(&cells);
+    let class = |o: Occupant| match o {
+        Occupant::Empty => 0,
+        Occupant::White => 1,
+        Occupant::Black => 2,
+    };
+    let mut rows = Vec::new();
+    for (i, (x, p)) in inputs.iter().zip(&rule).enumerate() {
+        let sq = Square::ALL[side.square_of_cell(i % 8, i / 8)];
+        let Some(t) = truth.squares.get(&sq.to_string()) else {
+            continue;
+        };
+        if t.occluded {
+            continue;
+        }
+        let got = super::squares::state_of(p[0], p[1], p[2]);
+        let x: Vec<String> = x.iter().map(|v| format!("{v:.4}")).collect();
+        rows.push(format!(
+            "{},{:?},{:?},{},{},{},{}",
+            spec.index,
+            spec.view,
+            spec.board_style,
+            i,
+            x.join(","),
+            class(got),
+            class(occupant_of(t.piece))
+        ));
+    }
+    rows
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -610,5 +731,34 @@ mod tests {
                 | shakmaty::Bitboard::from(shakmaty::Rank::Eighth);
             assert!((b.pawns() & back).is_empty());
         }
+    }
+
+    #[test]
+    fn a_calibrated_read_is_taught_by_the_start_position_from_the_same_camera() {
+        // Frame 0 is an overhead view: its reference localizes.
+        let spec = frame_spec(1, 0, 640, 480).unwrap();
+        let opts = calibrated_options(&spec, 640, 480)
+            .unwrap()
+            .expect("the start position from overhead is localized");
+        let model = opts
+            .model
+            .as_ref()
+            .expect("a model taught by the reference");
+        let (img, truth) = render_frame(&spec, 640, 480).unwrap();
+        let read = pipeline::read_frame(&img, &opts).unwrap();
+        assert!(read.tracked, "the reference's location is reused");
+        let (side, err) = true_side(&read.location.corners, &truth).unwrap();
+        assert!(err <= CORNER_TOLERANCE_SQUARES);
+        assert_eq!(opts.white_at, Some(side));
+        assert_eq!(read.orientation.white_at, side);
+        // The cells of a steep view are read by the rule times the
+        // reference's likelihoods: not the cold probabilities.
+        let (cells, _) = super::super::squares::cell_features(&img, &read.location).unwrap();
+        assert_ne!(
+            model.classify(&cells),
+            super::super::squares::classify_uncalibrated(&cells)
+        );
+        let score = score_frame(&Ok(read), &truth);
+        assert!(score.squares.unwrap().scored > 0);
     }
 }

@@ -18,6 +18,7 @@ pub mod grid;
 pub mod homography;
 pub mod image;
 pub mod io;
+pub mod learned;
 pub mod locate;
 pub mod motion;
 pub mod orientation;

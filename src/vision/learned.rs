@@ -1,0 +1,264 @@
+//! The learned square classifier: gradient-boosted trees over each cell's
+//! measurements and how the camera sees it (`models/square_classifier.json`).
+//!
+//! The hand-written rule ([`super::squares`]) reads each cell on its own;
+//! at oblique views the same measurements mean different things (a tall
+//! piece in front leans into the cell behind it, the axis above an empty
+//! cell shows the board further back). The trees learn those from rendered
+//! frames with exact truth: `models/train_square_classifier.py` fits them on
+//! the rows `chessbot vision eval-sim --dump-features` writes (seeds never
+//! used for evaluation; see `models/README.md`). This module only evaluates
+//! them: the model is text compiled into the binary, parsed once.
+
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+use super::squares::{colour_split, CellFeatures, NCTX, NF};
+use super::VisionError;
+
+/// Number of model inputs per cell.
+pub const NIN: usize = 3 + NF + NCTX;
+
+/// Names of the inputs, in order (the CSV header of the training rows and
+/// the model file's `inputs`, checked when the model is loaded).
+pub const INPUT_NAMES: [&str; NIN] = [
+    "light",
+    "hidden",
+    "luma_rel",
+    "frac",
+    "mean_dev",
+    "piece_luma",
+    "local",
+    "frac_local",
+    "luma_local",
+    "elev",
+    "near",
+    "far",
+    "axis_board",
+    "front_frac",
+    "front_luma",
+    "height",
+    "dist",
+];
+
+/// The model inputs of every cell, or `None` when a cell has no view
+/// context (no viewpoint could be estimated: the rule reads those frames).
+pub fn model_inputs(cells: &[CellFeatures]) -> Option<Vec<[f32; NIN]>> {
+    let split = colour_split(cells);
+    cells
+        .iter()
+        .map(|c| {
+            let ctx = c.ctx?;
+            let mut x = [0.0; NIN];
+            x[0] = f32::from(u8::from(c.light));
+            x[1] = f32::from(u8::from(c.hidden));
+            // The luma of what deviates, against this frame's own split
+            // between white and black pieces.
+            x[2] = c.f[super::squares::F_LUMA_LOCAL] - split;
+            x[3..3 + NF].copy_from_slice(&c.f);
+            x[3 + NF..].copy_from_slice(&ctx);
+            Some(x)
+        })
+        .collect()
+}
+
+/// One node: a split (`feature`, `threshold`, children) or a leaf (`value`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Node {
+    Split {
+        feature: usize,
+        threshold: f32,
+        left: usize,
+        right: usize,
+    },
+    Leaf(f32),
+}
+
+/// Multi-class gradient-boosted trees: per class, a baseline plus the sum of
+/// that class's trees; softmax over the classes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Forest {
+    classes: usize,
+    baseline: Vec<f32>,
+    /// Iteration-major: tree `k` adds to class `k % classes`.
+    trees: Vec<Vec<Node>>,
+}
+
+/// One node as stored: `[feature, threshold, left, right, value]`, with
+/// `feature` -1 for a leaf.
+type RawNode = (i32, f32, usize, usize, f32);
+
+/// The file format.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ForestFile {
+    inputs: Vec<String>,
+    classes: usize,
+    baseline: Vec<f32>,
+    trees: Vec<Vec<RawNode>>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    trained_on: serde_json::Value,
+}
+
+impl Forest {
+    /// Parses and checks a model file: inputs as [`INPUT_NAMES`], three
+    /// classes (empty, white, black), child indices inside each tree and
+    /// pointing forward (no cycles), split features among the inputs.
+    pub fn parse(text: &str) -> Result<Forest, VisionError> {
+        let bad = |m: String| VisionError::Input(format!("square classifier model: {m}"));
+        let file: ForestFile =
+            serde_json::from_str(text).map_err(|e| bad(format!("not a model file: {e}")))?;
+        if file.inputs != INPUT_NAMES {
+            return Err(bad(format!(
+                "inputs {:?} differ from the program's {:?}",
+                file.inputs, INPUT_NAMES
+            )));
+        }
+        if file.classes != 3 || file.baseline.len() != 3 {
+            return Err(bad(format!(
+                "{} classes and {} baselines, want 3 (empty, white, black)",
+                file.classes,
+                file.baseline.len()
+            )));
+        }
+        if file.trees.is_empty() || !file.trees.len().is_multiple_of(3) {
+            return Err(bad(format!(
+                "{} trees, want a positive multiple of 3",
+                file.trees.len()
+            )));
+        }
+        let mut trees = Vec::with_capacity(file.trees.len());
+        for (t, raw) in file.trees.iter().enumerate() {
+            if raw.is_empty() {
+                return Err(bad(format!("tree {t} has no nodes")));
+            }
+            let mut nodes = Vec::with_capacity(raw.len());
+            for (n, &(feature, threshold, left, right, value)) in raw.iter().enumerate() {
+                let node = if feature < 0 {
+                    if !value.is_finite() {
+                        return Err(bad(format!("tree {t} leaf {n} has value {value}")));
+                    }
+                    Node::Leaf(value)
+                } else {
+                    let feature = feature as usize;
+                    let ok = feature < NIN
+                        && threshold.is_finite()
+                        && left > n
+                        && right > n
+                        && left < raw.len()
+                        && right < raw.len();
+                    if !ok {
+                        return Err(bad(format!(
+                            "tree {t} node {n}: split on input {feature} at {threshold} to {left}/{right} is out of range"
+                        )));
+                    }
+                    Node::Split {
+                        feature,
+                        threshold,
+                        left,
+                        right,
+                    }
+                };
+                nodes.push(node);
+            }
+            trees.push(nodes);
+        }
+        Ok(Forest {
+            classes: file.classes,
+            baseline: file.baseline,
+            trees,
+        })
+    }
+
+    /// Probabilities `[empty, white, black]` of one cell.
+    pub fn predict(&self, x: &[f32; NIN]) -> [f32; 3] {
+        let mut raw = [self.baseline[0], self.baseline[1], self.baseline[2]];
+        for (k, tree) in self.trees.iter().enumerate() {
+            let mut i = 0;
+            let v = loop {
+                match tree[i] {
+                    Node::Leaf(v) => break v,
+                    Node::Split {
+                        feature,
+                        threshold,
+                        left,
+                        right,
+                    } => i = if x[feature] <= threshold { left } else { right },
+                }
+            };
+            raw[k % self.classes] += v;
+        }
+        let m = raw.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let e = raw.map(|r| (r - m).exp());
+        let s: f32 = e.iter().sum();
+        e.map(|v| v / s)
+    }
+}
+
+/// The shipped model, parsed on first use.
+pub fn shipped() -> Result<&'static Forest, &'static VisionError> {
+    static MODEL: OnceLock<Result<Forest, VisionError>> = OnceLock::new();
+    MODEL
+        .get_or_init(|| Forest::parse(include_str!("../../models/square_classifier.json")))
+        .as_ref()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tiny(trees: &str) -> String {
+        format!(
+            r#"{{"inputs": {}, "classes": 3, "baseline": [0.0, 0.0, 0.0], "trees": {trees}}}"#,
+            serde_json::to_string(&INPUT_NAMES).unwrap()
+        )
+    }
+
+    #[test]
+    fn the_shipped_model_loads() {
+        let m = shipped().expect("models/square_classifier.json parses");
+        assert_eq!(m.trees.len() % 3, 0);
+        assert!(m.trees.len() >= 30);
+    }
+
+    #[test]
+    fn a_split_sends_a_cell_left_or_right() {
+        // Class 0 (empty) gains 2 when frac_local (input 7) <= 0.25.
+        let m = Forest::parse(&tiny(
+            "[[[7, 0.25, 1, 2, 0.0], [-1, 0, 0, 0, 2.0], [-1, 0, 0, 0, -2.0]], [[-1, 0, 0, 0, 0.0]], [[-1, 0, 0, 0, 0.0]]]",
+        ))
+        .unwrap();
+        let mut x = [0.0; NIN];
+        x[7] = 0.1;
+        let p = m.predict(&x);
+        assert!(
+            (p[0] - 2f32.exp() / (2f32.exp() + 2.0)).abs() < 1e-6,
+            "{p:?}"
+        );
+        x[7] = 0.9;
+        let p = m.predict(&x);
+        assert!(
+            (p[0] - (-2f32).exp() / ((-2f32).exp() + 2.0)).abs() < 1e-6,
+            "{p:?}"
+        );
+        assert!((p.iter().sum::<f32>() - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn broken_models_are_refused_with_the_reason() {
+        let cyc = Forest::parse(&tiny(
+            "[[[7, 0.25, 0, 0, 0.0]], [[-1, 0, 0, 0, 0.0]], [[-1, 0, 0, 0, 0.0]]]",
+        ))
+        .unwrap_err();
+        assert!(cyc.to_string().contains("out of range"), "{cyc}");
+        let two = Forest::parse(&tiny("[[[-1, 0, 0, 0, 0.0]]]")).unwrap_err();
+        assert!(two.to_string().contains("multiple of 3"), "{two}");
+        let names =
+            Forest::parse(r#"{"inputs": ["x"], "classes": 3, "baseline": [0,0,0], "trees": []}"#)
+                .unwrap_err();
+        assert!(names.to_string().contains("differ"), "{names}");
+        assert!(Forest::parse("not json").is_err());
+    }
+}
