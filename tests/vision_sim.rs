@@ -23,7 +23,7 @@ fn rendered_frames_are_localized_and_read() {
         assert_eq!(results.iter().filter(|r| r.spec.view == v).count(), 5);
     }
     let all = Summary::of(&results);
-    // Measured over 500 frames at 640x480: 98.6 % localized; every
+    // Measured over 500 frames at 640x480: 99.4 % localized; every
     // failure was a low (28-35°) view.
     assert!(
         all.localization_rate() >= MIN_LOCALIZED,
@@ -60,11 +60,13 @@ fn rendered_frames_are_localized_and_read() {
 }
 
 /// Localization over all views: at most one of the 25 frames missed
-/// (measured 98.6 % over 500 frames at 640x480, 93 % of low views).
+/// (measured 99.4 % over 500 frames at 640x480, 97 % of low views).
 const MIN_LOCALIZED: f64 = 24.0 / 25.0;
 /// Square errors over all views and overhead only. Measured over 500
-/// frames at 640x480: 4.47 % and 0.98 %; over its twenty 25-frame windows
-/// at most 8.63 % and 2.81 % (both in this first window, the worst). The
-/// bounds are those worst windows plus a sixth for margin.
-const MAX_SQUARE_ERROR_ALL: f64 = 0.10;
+/// frames at 640x480 with the learned classifier below 60°: 1.67 % and
+/// 0.98 %; over its twenty 25-frame windows at most 3.56 % and 2.81 % (both
+/// in this first window, the worst). The bounds are those worst windows
+/// plus a sixth for margin (before the learned classifier: 4.47 % over
+/// the 500 frames, 8.63 % in this window).
+const MAX_SQUARE_ERROR_ALL: f64 = 0.042;
 const MAX_SQUARE_ERROR_OVERHEAD: f64 = 0.033;

@@ -63,17 +63,20 @@ pub fn model_inputs(cells: &[CellFeatures]) -> Option<Vec<[f32; NIN]>> {
         .collect()
 }
 
-/// One node: a split (`feature`, `threshold`, children) or a leaf (`value`).
+/// One node, 16 bytes (the 900 trees are walked for every cell of every
+/// frame, so they are kept compact and in one array): a split sends a cell
+/// to `left` when input `feature` is at most `value`, else to `right`
+/// (indices into the forest's node array); a leaf (`feature == LEAF`) adds
+/// `value` to its class.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Node {
-    Split {
-        feature: usize,
-        threshold: f32,
-        left: usize,
-        right: usize,
-    },
-    Leaf(f32),
+struct Node {
+    feature: u32,
+    value: f32,
+    left: u32,
+    right: u32,
 }
+
+const LEAF: u32 = u32::MAX;
 
 /// Multi-class gradient-boosted trees: per class, a baseline plus the sum of
 /// that class's trees; softmax over the classes.
@@ -81,8 +84,11 @@ enum Node {
 pub struct Forest {
     classes: usize,
     baseline: Vec<f32>,
-    /// Iteration-major: tree `k` adds to class `k % classes`.
-    trees: Vec<Vec<Node>>,
+    /// Every tree's nodes, one after another.
+    nodes: Vec<Node>,
+    /// Where each tree's root is in `nodes`; iteration-major: tree `k`
+    /// adds to class `k % classes`.
+    roots: Vec<u32>,
 }
 
 /// One node as stored: `[feature, threshold, left, right, value]`, with
@@ -129,18 +135,25 @@ impl Forest {
                 file.trees.len()
             )));
         }
-        let mut trees = Vec::with_capacity(file.trees.len());
+        let mut nodes = Vec::new();
+        let mut roots = Vec::with_capacity(file.trees.len());
         for (t, raw) in file.trees.iter().enumerate() {
             if raw.is_empty() {
                 return Err(bad(format!("tree {t} has no nodes")));
             }
-            let mut nodes = Vec::with_capacity(raw.len());
+            let base = nodes.len();
+            roots.push(base as u32);
             for (n, &(feature, threshold, left, right, value)) in raw.iter().enumerate() {
                 let node = if feature < 0 {
                     if !value.is_finite() {
                         return Err(bad(format!("tree {t} leaf {n} has value {value}")));
                     }
-                    Node::Leaf(value)
+                    Node {
+                        feature: LEAF,
+                        value,
+                        left: 0,
+                        right: 0,
+                    }
                 } else {
                     let feature = feature as usize;
                     let ok = feature < NIN
@@ -154,46 +167,56 @@ impl Forest {
                             "tree {t} node {n}: split on input {feature} at {threshold} to {left}/{right} is out of range"
                         )));
                     }
-                    Node::Split {
-                        feature,
-                        threshold,
-                        left,
-                        right,
+                    Node {
+                        feature: feature as u32,
+                        value: threshold,
+                        left: (base + left) as u32,
+                        right: (base + right) as u32,
                     }
                 };
                 nodes.push(node);
             }
-            trees.push(nodes);
         }
         Ok(Forest {
             classes: file.classes,
             baseline: file.baseline,
-            trees,
+            nodes,
+            roots,
         })
     }
 
     /// Probabilities `[empty, white, black]` of one cell.
     pub fn predict(&self, x: &[f32; NIN]) -> [f32; 3] {
-        let mut raw = [self.baseline[0], self.baseline[1], self.baseline[2]];
-        for (k, tree) in self.trees.iter().enumerate() {
-            let mut i = 0;
-            let v = loop {
-                match tree[i] {
-                    Node::Leaf(v) => break v,
-                    Node::Split {
-                        feature,
-                        threshold,
-                        left,
-                        right,
-                    } => i = if x[feature] <= threshold { left } else { right },
+        self.predict_many(std::slice::from_ref(x))[0]
+    }
+
+    /// Probabilities of many cells (tree by tree over all cells, so each
+    /// tree is fetched once).
+    pub fn predict_many(&self, xs: &[[f32; NIN]]) -> Vec<[f32; 3]> {
+        let mut raw = vec![[self.baseline[0], self.baseline[1], self.baseline[2]]; xs.len()];
+        for (k, &root) in self.roots.iter().enumerate() {
+            let class = k % self.classes;
+            for (x, r) in xs.iter().zip(raw.iter_mut()) {
+                let mut node = self.nodes[root as usize];
+                while node.feature != LEAF {
+                    let next = if x[node.feature as usize] <= node.value {
+                        node.left
+                    } else {
+                        node.right
+                    };
+                    node = self.nodes[next as usize];
                 }
-            };
-            raw[k % self.classes] += v;
+                r[class] += node.value;
+            }
         }
-        let m = raw.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let e = raw.map(|r| (r - m).exp());
-        let s: f32 = e.iter().sum();
-        e.map(|v| v / s)
+        raw.into_iter()
+            .map(|r| {
+                let m = r.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let e = r.map(|v| (v - m).exp());
+                let s: f32 = e.iter().sum();
+                e.map(|v| v / s)
+            })
+            .collect()
     }
 }
 
@@ -219,8 +242,8 @@ mod tests {
     #[test]
     fn the_shipped_model_loads() {
         let m = shipped().expect("models/square_classifier.json parses");
-        assert_eq!(m.trees.len() % 3, 0);
-        assert!(m.trees.len() >= 30);
+        assert_eq!(m.roots.len() % 3, 0);
+        assert!(m.roots.len() >= 30);
     }
 
     #[test]

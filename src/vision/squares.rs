@@ -618,7 +618,7 @@ const LEARNED_MAX_ELEVATION: f32 = 60.0 / 90.0;
 pub fn classify_learned(cells: &[CellFeatures]) -> Option<Vec<[f32; 3]>> {
     let model = super::learned::shipped().ok()?;
     let inputs = super::learned::model_inputs(cells)?;
-    Some(inputs.iter().map(|x| model.predict(x)).collect())
+    Some(model.predict_many(&inputs))
 }
 
 /// The hand-written rule's probabilities (hidden cells tempered).
