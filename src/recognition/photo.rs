@@ -6,7 +6,7 @@
 //! it and every legal move is scored against the reading. Pure: images in,
 //! verdict out.
 
-use shakmaty::{Board, Chess, Color, Position, Square};
+use shakmaty::{Board, Chess, Position};
 
 use super::scoring::{score, BoardObs, Disagreement, Scored, SquareObs, Verdict, DECIDE_POSTERIOR};
 use super::RecognitionError;
@@ -46,14 +46,7 @@ pub struct PhotoRecognition {
 /// alike. The misread squares are reported.
 pub const PHOTO_MIN_EXPLAINED: usize = 2;
 
-/// The occupancy of a board in the vision module's terms.
-pub fn occupancy_of(board: &Board) -> Occupancy {
-    std::array::from_fn(|i| match board.color_at(Square::new(i as u32)) {
-        None => VisionOccupant::Empty,
-        Some(Color::White) => VisionOccupant::White,
-        Some(Color::Black) => VisionOccupant::Black,
-    })
-}
+pub use crate::vision::occupancy_of;
 
 /// The legal moves (at most `max_plies`) after which the board of `pos`
 /// has exactly the occupancy `occ`: a person saying what stands on the
@@ -190,6 +183,7 @@ pub fn recognize_photo(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shakmaty::Square;
 
     fn after(pos: &Chess, moves: &[&str]) -> Chess {
         let mut p = pos.clone();

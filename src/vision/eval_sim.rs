@@ -433,15 +433,8 @@ fn calibrated_options(
     let Ok((cells, _)) = super::squares::cell_features(&img, &loc) else {
         return Ok(None);
     };
-    let occupancy: super::Occupancy = std::array::from_fn(|i| {
-        let piece = Board::default().piece_at(Square::ALL[i]);
-        match piece.map(|p| p.color) {
-            Some(Color::White) => Occupant::White,
-            Some(Color::Black) => Occupant::Black,
-            None => Occupant::Empty,
-        }
-    });
-    let truth_cells = super::squares::cells_from_occupancy(&occupancy, side);
+    let truth_cells =
+        super::squares::cells_from_occupancy(&super::occupancy_of(&reference.position), side);
     let Ok(model) = super::squares::CalibratedModel::fit(&cells, &truth_cells) else {
         return Ok(None);
     };

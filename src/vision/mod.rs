@@ -133,6 +133,15 @@ pub fn square_name(i: usize) -> String {
     format!("{file}{rank}")
 }
 
+/// The occupancy of a board.
+pub fn occupancy_of(board: &shakmaty::Board) -> Occupancy {
+    std::array::from_fn(|i| match board.color_at(shakmaty::Square::new(i as u32)) {
+        None => Occupant::Empty,
+        Some(shakmaty::Color::White) => Occupant::White,
+        Some(shakmaty::Color::Black) => Occupant::Black,
+    })
+}
+
 /// Occupancy from the piece-placement part of a FEN (rank 8 first).
 pub fn occupancy_from_fen(fen: &str) -> Result<Occupancy, VisionError> {
     let board = fen.split_whitespace().next().unwrap_or("");

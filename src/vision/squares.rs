@@ -336,6 +336,18 @@ pub fn cell_features(
     Ok((out, colours))
 }
 
+/// Whether colour `rgb` is that of the board square under grid point `g`
+/// (within `DEVIATION` of the light/dark contrast).
+fn shows_board(rgb: [f32; 3], g: [f64; 2], colours: &BoardColours, even_light: bool) -> bool {
+    let even = (g[0] as usize + g[1] as usize).is_multiple_of(2);
+    let square = if even == even_light {
+        colours.light
+    } else {
+        colours.dark
+    };
+    dist(rgb, square) / colours.contrast < DEVIATION
+}
+
 /// Height (square sides) of the piece standing at grid point `c`: the
 /// lowest point of its vertical axis, from a pawn's height up, where the
 /// image shows the board square the sight line lands on instead of a piece.
@@ -364,13 +376,7 @@ fn piece_height(
         let Some(rgb) = img.sample(p[0], p[1]) else {
             return z;
         };
-        let even = (g[0] as usize + g[1] as usize).is_multiple_of(2);
-        let square = if even == even_light {
-            colours.light
-        } else {
-            colours.dark
-        };
-        if dist(rgb, square) / colours.contrast < DEVIATION {
+        if shows_board(rgb, g, colours, even_light) {
             return z;
         }
         z += PIECE_HEIGHT_STEP;
@@ -424,13 +430,7 @@ fn axis_shows_board(
                 seen = false;
                 break;
             };
-            let even = (g[0] as usize + g[1] as usize).is_multiple_of(2);
-            let square = if even == even_light {
-                colours.light
-            } else {
-                colours.dark
-            };
-            if dist(rgb, square) / colours.contrast >= DEVIATION {
+            if !shows_board(rgb, g, colours, even_light) {
                 all_board = false;
             }
         }
@@ -592,11 +592,16 @@ pub fn state_of(p_empty: f32, p_white: f32, p_black: f32) -> Occupant {
 /// started from and what reads a frame whose viewpoint is unknown.
 pub fn classify_uncalibrated(cells: &[CellFeatures]) -> Vec<[f32; 3]> {
     let mut probs = classify_by_rule(cells);
+    let oblique = |c: &CellFeatures| {
+        c.ctx
+            .is_some_and(|x| x[CTX_ELEVATION] < LEARNED_MAX_ELEVATION)
+    };
+    if !cells.iter().any(oblique) {
+        return probs;
+    }
     if let Some(learned) = classify_learned(cells) {
         for ((p, l), c) in probs.iter_mut().zip(learned).zip(cells) {
-            if c.ctx
-                .is_some_and(|x| x[CTX_ELEVATION] < LEARNED_MAX_ELEVATION)
-            {
+            if oblique(c) {
                 *p = l;
             }
         }
@@ -876,14 +881,8 @@ fn cell_context(
         let Some(rgb) = img.sample(px[0], px[1]).filter(|_| on_board(g)) else {
             continue;
         };
-        let even = (g[0] as usize + g[1] as usize).is_multiple_of(2);
-        let square = if even == even_light {
-            colours.light
-        } else {
-            colours.dark
-        };
         seen += 1;
-        board += (dist(rgb, square) / colours.contrast < DEVIATION) as usize;
+        board += shows_board(rgb, g, colours, even_light) as usize;
     }
     let front = [c[0] + ux, c[1] + uy];
     let (front_frac, front_luma) = if on_board(front) {
