@@ -587,9 +587,9 @@ pub fn state_of(p_empty: f32, p_white: f32, p_black: f32) -> Occupant {
 /// 2-means when the two groups are clearly apart (both colours present),
 /// else at half-way between the dark and light square.
 ///
-/// With every cell's view context known, the learned classifier
-/// ([`super::learned`]) reads the cells instead; the rule is what it
-/// started from and what reads a frame whose viewpoint is unknown.
+/// Cells seen from below `LEARNED_MAX_ELEVATION` are read by the learned
+/// classifier ([`super::learned`]) instead; the rule reads the steeper
+/// ones and every cell of a frame whose viewpoint is unknown.
 pub fn classify_uncalibrated(cells: &[CellFeatures]) -> Vec<[f32; 3]> {
     let mut probs = classify_by_rule(cells);
     let oblique = |c: &CellFeatures| {
@@ -626,13 +626,6 @@ pub fn classify_learned(cells: &[CellFeatures]) -> Option<Vec<[f32; 3]>> {
     Some(model.predict_many(&inputs))
 }
 
-/// The hand-written rule's probabilities (hidden cells tempered).
-pub fn classify_by_rule(cells: &[CellFeatures]) -> Vec<[f32; 3]> {
-    let mut probs = uncalibrated_untempered(cells);
-    temper_hidden(cells, &mut probs);
-    probs
-}
-
 /// Where this frame's piece luma splits white from black pieces: the
 /// 2-means midpoint of the occupied-looking cells' luma when the two
 /// groups are clearly apart, else half-way between the board's squares.
@@ -648,21 +641,23 @@ pub fn colour_split(cells: &[CellFeatures]) -> f32 {
     }
 }
 
-/// [`classify_by_rule`] before hidden cells are tempered.
-fn uncalibrated_untempered(cells: &[CellFeatures]) -> Vec<[f32; 3]> {
+/// The hand-written rule's probabilities (hidden cells tempered).
+pub fn classify_by_rule(cells: &[CellFeatures]) -> Vec<[f32; 3]> {
     let p_occ: Vec<f32> = cells
         .iter()
         .map(|c| logistic((c.f[F_FRAC_LOCAL] - OCC_THRESHOLD) / OCC_SOFTNESS))
         .collect();
     let t_col = colour_split(cells);
-    cells
+    let mut probs: Vec<[f32; 3]> = cells
         .iter()
         .zip(&p_occ)
         .map(|(c, po)| {
             let pw = logistic((c.f[F_LUMA_LOCAL] - t_col) / COLOUR_SOFTNESS);
             [1.0 - po, po * pw, po * (1.0 - pw)]
         })
-        .collect()
+        .collect();
+    temper_hidden(cells, &mut probs);
+    probs
 }
 
 /// Smallest uncalibrated probability a calibrated product starts from, so
