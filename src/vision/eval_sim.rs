@@ -409,6 +409,26 @@ pub enum Regime {
     Calibrated,
 }
 
+/// The board found in a rendered frame from scratch, where White truly
+/// sits in it and its cells' features; `None` when it is not localized
+/// (within [`CORNER_TOLERANCE_SQUARES`]).
+fn localized_cells(
+    img: &RgbImage,
+    truth: &FrameTruth,
+) -> Option<(
+    super::locate::BoardLocation,
+    Side,
+    Vec<super::squares::CellFeatures>,
+)> {
+    let loc = super::locate::locate_board(img).ok()?;
+    let (side, err) = true_side(&loc.corners, truth)?;
+    if err > CORNER_TOLERANCE_SQUARES {
+        return None;
+    }
+    let (cells, _) = super::squares::cell_features(img, &loc).ok()?;
+    Some((loc, side, cells))
+}
+
 /// What [`Regime::Calibrated`] reads a frame with: the reference (start
 /// position, same scene) localized, oriented by the truth and taught.
 fn calibrated_options(
@@ -421,16 +441,7 @@ fn calibrated_options(
         ..spec.clone()
     };
     let (img, truth) = render_frame(&reference, width, height)?;
-    let Ok(loc) = super::locate::locate_board(&img) else {
-        return Ok(None);
-    };
-    let Some((side, err)) = true_side(&loc.corners, &truth) else {
-        return Ok(None);
-    };
-    if err > CORNER_TOLERANCE_SQUARES {
-        return Ok(None);
-    }
-    let Ok((cells, _)) = super::squares::cell_features(&img, &loc) else {
+    let Some((loc, side, cells)) = localized_cells(&img, &truth) else {
         return Ok(None);
     };
     let truth_cells =
@@ -652,16 +663,7 @@ pub fn feature_header() -> String {
 /// board is not localized or has no view context. Training rows for
 /// `models/train_square_classifier.py`.
 pub fn feature_rows(spec: &FrameSpec, img: &RgbImage, truth: &FrameTruth) -> Vec<String> {
-    let Ok(loc) = super::locate::locate_board(img) else {
-        return Vec::new();
-    };
-    let Some((side, err)) = true_side(&loc.corners, truth) else {
-        return Vec::new();
-    };
-    if err > CORNER_TOLERANCE_SQUARES {
-        return Vec::new();
-    }
-    let Ok((cells, _)) = super::squares::cell_features(img, &loc) else {
+    let Some((_, side, cells)) = localized_cells(img, truth) else {
         return Vec::new();
     };
     let Some(inputs) = super::learned::model_inputs(&cells) else {
