@@ -950,3 +950,38 @@ fn one_misread_square_is_not_taken_for_a_missed_move() {
         ["b7c8", "e4f2"]
     );
 }
+
+#[test]
+fn an_illegal_move_shown_is_not_explained_by_a_line_that_misfits_as_much() {
+    // Held-out seed 21, printed board, angled camera: after `...Qxh4` the
+    // person shows the illegal `Bc1-d3` (over the d2 pawn). `d3 exd3 Bd2`
+    // empties c1 and puts pieces on d2 and d3, so it misfits d3 (a black
+    // pawn where a white piece reads, in the d2 piece's shadow) and e4
+    // (emptied, still reading black), where the position before misfits
+    // c1 and d3: no better an explanation, yet clearly ahead of every
+    // other line, and it was resynced. Asked now.
+    let pos = after(
+        &Chess::default(),
+        "Nc3 e5 Nb5 Ne7 Nxa7 Rxa7 h4 Na6 Rh3 e4 Rh2 Nd5 c3 Qxh4",
+    );
+    let mut shown = pos.board().clone();
+    let bishop = shown.remove_piece_at(Square::C1).expect("the c1 bishop");
+    shown.set_piece_at(Square::D3, bishop);
+    let mut seen = BoardObs::of_board(&shown);
+    let d3 = *seen.get(Square::D3);
+    seen.set(
+        Square::D3,
+        SquareObs {
+            bleed_from: Square::D2.into(),
+            ..d3
+        },
+    );
+    let line = after(&pos, "d3 exd3 Bd2");
+    let before = seen.wary_log_likelihood(pos.board());
+    assert!((seen.wary_log_likelihood(line.board()) - before).abs() < 1e-6);
+    assert!(resync(&pos, &seen, 4).is_none());
+    // Once the bishop is back on c1 and the person plays `d3 exd3 Bd2`
+    // unseen, the line explains the board: resynced.
+    let r = resync(&pos, &obs_of(&line), 4).expect("a clear three-move line");
+    assert_eq!(board_after_line(&pos, &r.moves), *line.board());
+}

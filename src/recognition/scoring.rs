@@ -801,7 +801,12 @@ pub fn resync_boards(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Vec<Board
 /// vinyl/angled: with `Rh7 Ng1 Nc6 Ngf3 Qg5` played unseen, the picture
 /// preferred `Nc6 Ng1 Qg5 Ngf3`, the rook's short step barely telling).
 /// Nor is a line of two or more moves taken where a single move explains
-/// all but [`MAX_MISREAD_OF_ONE_MOVE`] of the squares the line explains.
+/// all but [`MAX_MISREAD_OF_ONE_MOVE`] of the squares the line explains,
+/// nor one that fits the squares less than [`RESYNC_MARGIN`] better than
+/// the position before (held-out seed 21, printed/angled: an illegal
+/// `Bc1-d3` shown and not yet taken back was "explained" by
+/// `d3 exd3 Bd2`, which misfits d3, e4 and c8 where the position before
+/// misfits c1, d3 and c8: 0.00 better, and resynced wrong).
 /// `None` means ask the person.
 pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
     let ends = resync_ends(pos, obs, max_plies);
@@ -822,8 +827,14 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
                     <= MAX_MISREAD_OF_ONE_MOVE
         })
     };
+    // The line must also explain the picture clearly better than the
+    // position before: an illegal move shown and not yet taken back is
+    // unexplained by every legal line, and one that swaps its misfit
+    // squares for others is no explanation.
+    let over_before = best.log_likelihood - obs.wary_log_likelihood(pos.board());
     let clear = excusable(obs, &best_disagreeing, &best.board)
         && margin >= RESYNC_MARGIN
+        && over_before >= RESYNC_MARGIN
         && (best.plies() == 1 || !one_move_nearly());
     // A misread can make a wrong line look clear: the picture, where
     // measured, must fit it ([`RESYNC_FIT_COST`]), and no other end (nor
