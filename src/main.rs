@@ -156,6 +156,12 @@ enum BenchCommand {
         /// as for --moves (to trace a failure late in a long game quickly).
         #[arg(long, value_name = "K")]
         play_only: Option<usize>,
+        /// The scripted person answers the watcher's reports of a board it
+        /// cannot explain by confirming the position a few seconds later,
+        /// as the web interface lets a person do (without it a lost track
+        /// stays lost and every later move counts as missed).
+        #[arg(long)]
+        answers: bool,
         #[arg(long, default_value_t = 1)]
         seed: u64,
         #[arg(long, default_value_t = 640)]
@@ -249,13 +255,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             verbose,
             moves,
             play_only,
+            answers,
             seed,
             width,
             height,
         }) => recog_cli::bench_recognition(
             from..from + games,
             (moves, play_only),
-            verbose,
+            (verbose, answers),
             seed,
             width,
             height,

@@ -538,7 +538,7 @@ fn recognize_labels(labels: &Path, opts: &PhotoOptions, json: bool) -> anyhow::R
 pub fn bench_recognition(
     games: std::ops::Range<usize>,
     (moves, play_only): (usize, Option<usize>),
-    verbose: bool,
+    (verbose, answers): (bool, bool),
     seed: u64,
     width: u32,
     height: u32,
@@ -551,6 +551,7 @@ pub fn bench_recognition(
     const BOARDS: [&str; 3] = ["wooden", "vinyl", "printed"];
     const CAMERAS: [&str; 3] = ["overhead", "angled", "low"];
     let (mut total, mut right, mut resynced, mut wrong, mut missed) = (0, 0, 0, 0, 0);
+    let mut asked = 0usize;
     let (mut illegal, mut unexplained, mut amended) = (0usize, 0usize, 0usize);
     let mut latency = Vec::new();
     let mut since_release = Vec::new();
@@ -596,6 +597,7 @@ pub fn bench_recognition(
             seed: gseed,
             robot: (g % 4 == 3).then_some(Color::White),
             blind: None,
+            answers,
         };
         let r = watch_sim_game(&game, WatcherConfig::default())?;
         let (mut g_right, mut g_wrong) = (0, 0);
@@ -616,6 +618,7 @@ pub fn bench_recognition(
                     wrong += 1;
                     g_wrong += 1;
                 }
+                MoveOutcome::Asked => asked += 1,
                 MoveOutcome::Missed => missed += 1,
             }
         }
@@ -625,10 +628,15 @@ pub fn bench_recognition(
         e.0 += r.outcomes.len();
         e.1 += g_right;
         println!(
-            "game {g} (seed {gseed}, {board}, {camera}{}): {g_right}/{} right, {g_wrong} wrong, {} resynced, {} missed, {} unexplained, {} frames ({} unread)",
+            "game {g} (seed {gseed}, {board}, {camera}{}): {g_right}/{} right, {g_wrong} wrong, {} resynced, {}{} missed, {} unexplained, {} frames ({} unread)",
             if game.robot.is_some() { ", robot White" } else { "" },
             r.outcomes.len(),
             r.count(|o| matches!(o, MoveOutcome::Resynced)),
+            if answers {
+                format!("{} asked, ", r.count(|o| matches!(o, MoveOutcome::Asked)))
+            } else {
+                String::new()
+            },
             r.count(|o| matches!(o, MoveOutcome::Missed)),
             r.unexplained(),
             r.frames,
@@ -662,7 +670,18 @@ pub fn bench_recognition(
                 s
             }
             let mut before_last = pos.clone();
+            let mut answers = r.answers.iter().peekable();
             for (frame, ev) in &r.events {
+                // The person's answers came before this event.
+                while let Some(&&(at, ply)) = answers.peek().filter(|a| a.0 <= *frame) {
+                    answers.next();
+                    pos = game.start.clone();
+                    for &mv in &game.moves[..ply] {
+                        pos.play_unchecked(mv);
+                    }
+                    plies = ply;
+                    println!("    frame {at}: the person confirmed the position after {ply} plies");
+                }
                 let what = match ev {
                     TrackEvent::Move { mv, .. } => {
                         before_last = pos.clone();
@@ -699,6 +718,9 @@ pub fn bench_recognition(
                 };
                 println!("    frame {frame}: {what}");
             }
+            for (at, ply) in answers {
+                println!("    frame {at}: the person confirmed the position after {ply} plies");
+            }
         }
     }
     let pct = |a: usize| 100.0 * a as f64 / total.max(1) as f64;
@@ -722,6 +744,12 @@ pub fn bench_recognition(
         pct(resynced)
     );
     println!("| wrong moves committed | {wrong} ({:.2} %) |", pct(wrong));
+    if answers {
+        println!(
+            "| moves asked (the person confirmed the position) | {asked} ({:.2} %) |",
+            pct(asked)
+        );
+    }
     println!("| moves missed | {missed} ({:.2} %) |", pct(missed));
     println!("| illegal moves shown / unexplained reports | {illegal} / {unexplained} |");
     println!("| moves amended after their commit (counted by the final move) | {amended} |");

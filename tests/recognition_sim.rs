@@ -37,6 +37,7 @@ struct Case {
     seed: u64,
     robot: Option<Color>,
     blind: Option<(usize, usize)>,
+    answers: bool,
 }
 
 impl Case {
@@ -53,6 +54,7 @@ impl Case {
             seed: 1,
             robot: None,
             blind: None,
+            answers: false,
         }
     }
 
@@ -65,6 +67,7 @@ impl Case {
             seed: self.seed,
             robot: self.robot,
             blind: self.blind,
+            answers: self.answers,
         };
         let debug = std::env::var_os("RECOG_DEBUG").is_some();
         let cfg = WatcherConfig {
@@ -268,6 +271,35 @@ fn lost_track_is_recovered_by_a_resync() {
     assert_eq!(
         r.outcomes[1..],
         [MoveOutcome::Resynced, MoveOutcome::Resynced]
+    );
+    assert!(r.final_position_right);
+}
+
+#[test]
+fn a_lost_track_beyond_the_search_is_answered_by_the_person_and_the_game_goes_on() {
+    // No frames from 1... e5 until 3... Bc5: five plies, one more than the
+    // lost-track search covers. The watcher reports the board; the person
+    // confirms the position a few seconds later (as the service's
+    // interface lets them), and the moves after that are read on their own.
+    let mut c = Case::new("", "e4 e5 Nf3 Nc6 Bc4 Bc5 O-O Nf6 d3 d6 c3 O-O");
+    c.blind = Some((1, 5));
+    c.seed = 7;
+    c.answers = true;
+    let r = c.run();
+    assert!(r.unexplained() >= 1, "the unexplained board is reported");
+    assert_eq!(r.answers.len(), 1, "answered once: {:?}", r.answers);
+    let asked = r.answers[0].1;
+    assert!((6..=10).contains(&asked), "answered at ply {asked}");
+    assert!(matches!(r.outcomes[0], MoveOutcome::Right { .. }));
+    assert!(r.outcomes[1..asked]
+        .iter()
+        .all(|o| *o == MoveOutcome::Asked));
+    assert!(
+        r.outcomes[asked..]
+            .iter()
+            .all(|o| matches!(o, MoveOutcome::Right { .. })),
+        "{:?}",
+        r.outcomes
     );
     assert!(r.final_position_right);
 }

@@ -19,6 +19,13 @@ use crate::sim::{Renderer, SceneSpec, SimError};
 /// final move (the script itself ends 0.5 s after the hand is gone).
 pub const TAIL_MS: f64 = 2_000.0;
 
+/// How long after the watcher reports a board it cannot explain the
+/// scripted person confirms the position through the interface (reads the
+/// prompt, checks the board, taps "this is the position"): an estimate of
+/// a few seconds, not measured on people. The script does not wait: the
+/// answer is the position at the first settled frame after this delay.
+pub const ANSWER_MS: f64 = 4_000.0;
+
 /// One simulated game to watch.
 #[derive(Debug, Clone)]
 pub struct SimGame {
@@ -34,6 +41,12 @@ pub struct SimGame {
     /// Lost track: the watcher gets no frames from the start of move
     /// `.0` (0-based ply) until move `.1` is done.
     pub blind: Option<(usize, usize)>,
+    /// The person answers: a report of a board the watcher cannot explain
+    /// (a lost track, a misread it cannot get past; not their own illegal
+    /// move, which they take back on the board) is answered
+    /// [`ANSWER_MS`] later by confirming the position, as the service lets
+    /// a person do. `false`: nobody answers, and a lost track stays lost.
+    pub answers: bool,
 }
 
 /// What happened to one move of the script.
@@ -50,6 +63,9 @@ pub enum MoveOutcome {
     },
     /// Recovered later by a resync (right, but not on its own).
     Resynced,
+    /// Asked: the person confirmed the position it was part of (see
+    /// [`SimGame::answers`]).
+    Asked,
     /// A different move was committed in its place.
     Wrong { committed: Move },
     /// Never committed.
@@ -70,6 +86,8 @@ pub struct SimGameReport {
     pub final_position_right: bool,
     /// Moves committed, resynced or (robot moves) verified, in order.
     pub committed: Vec<Move>,
+    /// When the person confirmed the position: (frame, plies played).
+    pub answers: Vec<(u64, usize)>,
 }
 
 impl SimGameReport {
@@ -91,6 +109,14 @@ impl SimGameReport {
             .filter(|(_, e)| matches!(e, TrackEvent::Amended { .. }))
             .count()
     }
+}
+
+/// How a ply came to be in the watcher's game.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Via {
+    Own,
+    Resync,
+    Asked,
 }
 
 /// Errors of a simulated run.
@@ -128,8 +154,13 @@ pub fn watch_sim_game_with(
     let mut report = SimGameReport::default();
     // Time each scripted move was completed (hand gone), by ply.
     let mut done_ms: Vec<f64> = Vec::new();
-    // Per committed ply: (move, commit time, via resync).
-    let mut commits: Vec<(Move, f64, bool)> = Vec::new();
+    // Per committed ply: (move, commit time, how).
+    let mut commits: Vec<(Move, f64, Via)> = Vec::new();
+    // The person's illegal move is on the board (they take it back).
+    let mut illegal_shown = false;
+    // When the watcher last reported a board it could not explain, not
+    // yet answered.
+    let mut asked_ms: Option<f64> = None;
     let mut release_ms: Vec<f64> = Vec::new();
     let mut last_release = 0.0;
     let mut last_ply = 0;
@@ -187,6 +218,40 @@ pub fn watch_sim_game_with(
                 watcher.expect_robot_move(mv)?;
             }
         }
+        for e in &truth.events {
+            if e.starts_with("illegal_shown") {
+                illegal_shown = true;
+            } else if e.starts_with("illegal_undone") {
+                illegal_shown = false;
+            }
+        }
+        if let Some(t0) = asked_ms {
+            if truth.time_ms >= t0 + ANSWER_MS && truth.settled && !illegal_shown {
+                asked_ms = None;
+                if commits.len() != truth.ply
+                    || commits.iter().zip(&game.moves).any(|(c, m)| c.0 != *m)
+                {
+                    let mut pos = game.start.clone();
+                    for &mv in &game.moves[..truth.ply] {
+                        pos.play_unchecked(mv);
+                    }
+                    watcher.set_position(pos);
+                    let kept = commits
+                        .iter()
+                        .zip(&game.moves)
+                        .take_while(|(c, m)| c.0 == **m)
+                        .count()
+                        .min(truth.ply);
+                    commits.truncate(kept);
+                    commits.extend(
+                        game.moves[kept..truth.ply]
+                            .iter()
+                            .map(|&m| (m, truth.time_ms, Via::Asked)),
+                    );
+                    report.answers.push((truth.frame, truth.ply));
+                }
+            }
+        }
         if blind {
             continue;
         }
@@ -200,18 +265,23 @@ pub fn watch_sim_game_with(
         }
         if let Some(ev) = out.event {
             match &ev {
-                TrackEvent::Move { mv, .. } => commits.push((*mv, truth.time_ms, false)),
+                TrackEvent::Move { mv, .. } => commits.push((*mv, truth.time_ms, Via::Own)),
                 TrackEvent::Amended { now, .. } => {
                     if let Some(last) = commits.last_mut() {
-                        *last = (*now, truth.time_ms, false);
+                        *last = (*now, truth.time_ms, Via::Own);
                     }
                 }
                 TrackEvent::Resynced { moves, .. } => {
-                    commits.extend(moves.iter().map(|m| (*m, truth.time_ms, true)))
+                    commits.extend(moves.iter().map(|m| (*m, truth.time_ms, Via::Resync)))
                 }
                 TrackEvent::RobotMoveVerified { .. } => {
                     if let Some(&mv) = game.moves.get(commits.len()) {
-                        commits.push((mv, truth.time_ms, false));
+                        commits.push((mv, truth.time_ms, Via::Own));
+                    }
+                }
+                TrackEvent::Unexplained { .. } | TrackEvent::RobotMoveMismatch { .. } => {
+                    if game.answers && !illegal_shown && asked_ms.is_none() {
+                        asked_ms = Some(truth.time_ms);
                     }
                 }
                 _ => {}
@@ -225,9 +295,13 @@ pub fn watch_sim_game_with(
     for (k, &mv) in game.moves.iter().enumerate() {
         let outcome = match commits.get(k) {
             None => MoveOutcome::Missed,
+            Some(&(_, _, Via::Asked)) => {
+                off_track = false;
+                MoveOutcome::Asked
+            }
             Some(_) if off_track => MoveOutcome::Missed,
-            Some(&(c, t, resynced)) if c == mv => {
-                if resynced {
+            Some(&(c, t, via)) if c == mv => {
+                if via == Via::Resync {
                     MoveOutcome::Resynced
                 } else {
                     let done = done_ms.get(k).copied().unwrap_or(t);
