@@ -20,6 +20,15 @@ fn after(pos: &Chess, moves: &str) -> Chess {
     p
 }
 
+/// The board of `pos` with the piece on `from` carried to `to`, legal or
+/// not (what a person's hand shows mid-move, or an illegal move).
+fn carried(pos: &Chess, from: Square, to: Square) -> shakmaty::Board {
+    let mut b = pos.board().clone();
+    let piece = b.remove_piece_at(from).expect("a piece to carry");
+    b.set_piece_at(to, piece);
+    b
+}
+
 fn obs_of(pos: &Chess) -> BoardObs {
     BoardObs::of_board(pos.board())
 }
@@ -278,6 +287,51 @@ fn a_piece_that_reads_empty_where_it_arrived_is_found_by_the_change() {
             Verdict::Unexplained { .. }
         ));
     }
+}
+
+#[test]
+fn a_move_whose_piece_reads_the_other_colour_where_it_arrived_is_not_picked_by_the_picture() {
+    // Seed-21 bench, wooden/angled robot game: for `...Rxb7` the rook was
+    // put down on b8 and the hand held still over the queen on b7 for a
+    // second. a8, empty, read white with certainty; b8 (the rook) reads
+    // black, in the queen's shadow. `...Ra8` fitted the change at 0.0,
+    // "nothing changed" at 0.54, and `...Ra8` was committed: wrong.
+    let pos = after(
+        &Chess::default(),
+        "f3 Nf6 b3 Ne4 a4 Nxd2 Bxd2 a6 Bf4 d5 Qd4 Bh3 Bxc7 Bxg2 Bxd8 Ra7 Qxd5 Nd7 Qxb7 Bxh1 Ra2",
+    );
+    let mut obs = BoardObs::of_board(&carried(&pos, Square::A7, Square::B8));
+    obs.set(
+        Square::A8,
+        SquareObs {
+            bleed_from: Bitboard::from(Square::B6) | Bitboard::from(Square::A7),
+            ..SquareObs::certain(Occupant::White)
+        },
+    );
+    obs.set(
+        Square::B8,
+        SquareObs {
+            bleed_from: Square::B7.into(),
+            ..SquareObs::certain(Occupant::Black)
+        },
+    );
+    let seen = with_change(&pos, &obs, 0.54, &[("Ra8", 0.0)]);
+    assert!(
+        !matches!(score(&pos, &seen).verdict, Verdict::Move { .. }),
+        "{:?}",
+        score(&pos, &seen).verdict
+    );
+    // The same picture with a8 reading black (the rook there, seen from
+    // the picture alone) is `...Ra8`.
+    let mut black = seen.clone();
+    black.set(
+        Square::A8,
+        SquareObs {
+            bleed_from: Bitboard::from(Square::B6) | Bitboard::from(Square::A7),
+            ..SquareObs::of_probs(0.4, 0.0, 0.6)
+        },
+    );
+    assert_eq!(verdict_move(&pos, &black), "a7a8");
 }
 
 #[test]
@@ -964,10 +1018,7 @@ fn an_illegal_move_shown_is_not_explained_by_a_line_that_misfits_as_much() {
         &Chess::default(),
         "Nc3 e5 Nb5 Ne7 Nxa7 Rxa7 h4 Na6 Rh3 e4 Rh2 Nd5 c3 Qxh4",
     );
-    let mut shown = pos.board().clone();
-    let bishop = shown.remove_piece_at(Square::C1).expect("the c1 bishop");
-    shown.set_piece_at(Square::D3, bishop);
-    let mut seen = BoardObs::of_board(&shown);
+    let mut seen = BoardObs::of_board(&carried(&pos, Square::C1, Square::D3));
     let d3 = *seen.get(Square::D3);
     seen.set(
         Square::D3,

@@ -279,10 +279,10 @@ pub fn watch_sim_game_with(
                         commits.push((mv, truth.time_ms, Via::Own));
                     }
                 }
-                TrackEvent::Unexplained { .. } | TrackEvent::RobotMoveMismatch { .. } => {
-                    if game.answers && !illegal_shown && asked_ms.is_none() {
-                        asked_ms = Some(truth.time_ms);
-                    }
+                TrackEvent::Unexplained { .. } | TrackEvent::RobotMoveMismatch { .. }
+                    if game.answers && !illegal_shown && asked_ms.is_none() =>
+                {
+                    asked_ms = Some(truth.time_ms);
                 }
                 _ => {}
             }
