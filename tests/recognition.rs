@@ -290,51 +290,6 @@ fn a_piece_that_reads_empty_where_it_arrived_is_found_by_the_change() {
 }
 
 #[test]
-fn a_move_whose_piece_reads_the_other_colour_where_it_arrived_is_not_picked_by_the_picture() {
-    // Seed-21 bench, wooden/angled robot game: for `...Rxb7` the rook was
-    // put down on b8 and the hand held still over the queen on b7 for a
-    // second. a8, empty, read white with certainty; b8 (the rook) reads
-    // black, in the queen's shadow. `...Ra8` fitted the change at 0.0,
-    // "nothing changed" at 0.54, and `...Ra8` was committed: wrong.
-    let pos = after(
-        &Chess::default(),
-        "f3 Nf6 b3 Ne4 a4 Nxd2 Bxd2 a6 Bf4 d5 Qd4 Bh3 Bxc7 Bxg2 Bxd8 Ra7 Qxd5 Nd7 Qxb7 Bxh1 Ra2",
-    );
-    let mut obs = BoardObs::of_board(&carried(&pos, Square::A7, Square::B8));
-    obs.set(
-        Square::A8,
-        SquareObs {
-            bleed_from: Bitboard::from(Square::B6) | Bitboard::from(Square::A7),
-            ..SquareObs::certain(Occupant::White)
-        },
-    );
-    obs.set(
-        Square::B8,
-        SquareObs {
-            bleed_from: Square::B7.into(),
-            ..SquareObs::certain(Occupant::Black)
-        },
-    );
-    let seen = with_change(&pos, &obs, 0.54, &[("Ra8", 0.0)]);
-    assert!(
-        !matches!(score(&pos, &seen).verdict, Verdict::Move { .. }),
-        "{:?}",
-        score(&pos, &seen).verdict
-    );
-    // The same picture with a8 reading black (the rook there, seen from
-    // the picture alone) is `...Ra8`.
-    let mut black = seen.clone();
-    black.set(
-        Square::A8,
-        SquareObs {
-            bleed_from: Bitboard::from(Square::B6) | Bitboard::from(Square::A7),
-            ..SquareObs::of_probs(0.4, 0.0, 0.6)
-        },
-    );
-    assert_eq!(verdict_move(&pos, &black), "a7a8");
-}
-
-#[test]
 fn a_piece_seen_one_square_on_is_found_by_the_change() {
     // Angled camera: a tall piece's top, seen from the side, is taken for
     // a piece on the square behind it, and its own square reads empty

@@ -570,36 +570,12 @@ fn pick_by_change(obs: &BoardObs, before: &Board, boards: &[Board]) -> Option<us
     }
     let board = &boards[k];
     let mut disagreeing = obs.disagreements(board);
-    if disagreeing
-        .iter()
-        .any(|d| arrived_in_other_colour(before, d))
-    {
-        return None;
-    }
     disagreeing.retain(|d| {
         let moved_here = board.piece_at(d.square) != before.piece_at(d.square);
         let excused = moved_here && (d.seen != Occupant::Empty || unseen_arrival(obs, board, d));
         !excused && !obs.unchanged.contains(d.square)
     });
     excusable(obs, &disagreeing, board).then_some(k)
-}
-
-/// Whether the board `d` was found against puts a piece on `d`'s square,
-/// empty in `before`, that confidently reads as the other colour. The
-/// picture's choice never takes that: the change fits wherever something
-/// new is seen, and a hand held still over the board is something new
-/// (seed-21 bench, wooden/angled robot game, a variant played with
-/// `--play-only 42`: for `...Rxb7` the rook was put down on b8, the hand
-/// held still over the queen on b7 for a second, a8 read white with
-/// p 1.00, and `...Ra8` fitted the change at 0.0, its b8 a phantom in the
-/// queen's shadow: committed, wrong). A capture's square reading the
-/// captured piece's colour is another matter: the colour seen is the one
-/// the square had (`tests/recognition.rs`, the `Rxh5` case).
-fn arrived_in_other_colour(before: &Board, d: &Disagreement) -> bool {
-    before.piece_at(d.square).is_none()
-        && d.expected != Occupant::Empty
-        && d.seen != Occupant::Empty
-        && d.seen != d.expected
 }
 
 /// Whether a piece that `board` has on the square `d` reads empty there
