@@ -675,10 +675,7 @@ pub fn bench_recognition(
                 // The person's answers came before this event.
                 while let Some(&&(at, ply)) = answers.peek().filter(|a| a.0 <= *frame) {
                     answers.next();
-                    pos = game.start.clone();
-                    for &mv in &game.moves[..ply] {
-                        pos.play_unchecked(mv);
-                    }
+                    pos = game.position_after(ply);
                     plies = ply;
                     println!("    frame {at}: the person confirmed the position after {ply} plies");
                 }

@@ -49,6 +49,17 @@ pub struct SimGame {
     pub answers: bool,
 }
 
+impl SimGame {
+    /// The position after the first `plies` scripted moves.
+    pub fn position_after(&self, plies: usize) -> Chess {
+        let mut pos = self.start.clone();
+        for &mv in &self.moves[..plies.min(self.moves.len())] {
+            pos.play_unchecked(mv);
+        }
+        pos
+    }
+}
+
 /// What happened to one move of the script.
 #[derive(Debug, Clone, PartialEq)]
 pub enum MoveOutcome {
@@ -228,20 +239,15 @@ pub fn watch_sim_game_with(
         if let Some(t0) = asked_ms {
             if truth.time_ms >= t0 + ANSWER_MS && truth.settled && !illegal_shown {
                 asked_ms = None;
-                if commits.len() != truth.ply
-                    || commits.iter().zip(&game.moves).any(|(c, m)| c.0 != *m)
-                {
-                    let mut pos = game.start.clone();
-                    for &mv in &game.moves[..truth.ply] {
-                        pos.play_unchecked(mv);
-                    }
-                    watcher.set_position(pos);
-                    let kept = commits
-                        .iter()
-                        .zip(&game.moves)
-                        .take_while(|(c, m)| c.0 == **m)
-                        .count()
-                        .min(truth.ply);
+                // Plies the watcher has right; the rest the person confirms.
+                let kept = commits
+                    .iter()
+                    .zip(&game.moves)
+                    .take_while(|(c, m)| c.0 == **m)
+                    .count()
+                    .min(truth.ply);
+                if kept < truth.ply || commits.len() > kept {
+                    watcher.set_position(game.position_after(truth.ply));
                     commits.truncate(kept);
                     commits.extend(
                         game.moves[kept..truth.ply]
