@@ -296,7 +296,6 @@ pub fn watch_sim_game_with(
         }
     }
     report.committed = commits.iter().map(|c| c.0).collect();
-    let mut pos = game.start.clone();
     let mut off_track = false;
     for (k, &mv) in game.moves.iter().enumerate() {
         let outcome = match commits.get(k) {
@@ -324,8 +323,8 @@ pub fn watch_sim_game_with(
             }
         };
         report.outcomes.push(outcome);
-        pos.play_unchecked(mv);
     }
+    let pos = game.position_after(game.moves.len());
     report.final_position_right =
         watcher.position().board() == pos.board() && watcher.position().turn() == pos.turn();
     Ok(report)

@@ -827,7 +827,7 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
                     <= MAX_MISREAD_OF_ONE_MOVE
         })
     };
-    // The line must also explain the picture clearly better than the
+    // The line must also fit the squares clearly better than the
     // position before: an illegal move shown and not yet taken back is
     // unexplained by every legal line, and one that swaps its misfit
     // squares for others is no explanation.
