@@ -733,6 +733,58 @@ fn a_robot_move_the_picture_shows_is_verified_despite_an_old_misread() {
 }
 
 #[test]
+fn a_move_whose_piece_reads_the_other_colour_on_arrival_is_held_longer() {
+    // Seed-21 bench, miniature: the black rook lifted from b8 to take the
+    // queen on b7, the hand held still beside her, the empty a8 read
+    // White. `...Ra8` explains the squares best but for a8's colour.
+    let pos = position_from_fen("1r2k3/1Q6/8/8/8/8/8/4K3 b - - 0 1").unwrap();
+    let ra8 = after(&pos, "Ra8");
+    let mut hand = obs_of(&ra8);
+    hand.set(Square::A8, SquareObs::certain(Occupant::White));
+    match score(&pos, &hand).verdict {
+        Verdict::Move {
+            mv, colour_excused, ..
+        } => {
+            assert_eq!(uci_of(mv), "b8a8");
+            assert!(colour_excused);
+        }
+        v => panic!("{v:?}"),
+    }
+    // Read right, the same move is not doubted.
+    assert!(matches!(
+        score(&pos, &obs_of(&ra8)).verdict,
+        Verdict::Move {
+            colour_excused: false,
+            ..
+        }
+    ));
+    let cfg = TrackerConfig::default();
+    let frames = |ms: u64| (ms / 33) as usize;
+    // Held still for a second, then the hand moves on and the capture is
+    // finished: only the capture is committed.
+    let mut tr = Tracker::new(pos.clone(), cfg);
+    let mut t = 0;
+    assert!(feed(&mut tr, &mut t, &hand, frames(1000), false).is_empty());
+    assert!(feed(&mut tr, &mut t, &hand, 10, true).is_empty());
+    let ev = feed(&mut tr, &mut t, &obs_of(&after(&pos, "Rxb7")), 30, false);
+    match ev.as_slice() {
+        [TrackEvent::Move { mv, .. }] => assert_eq!(uci_of(*mv), "b8b7"),
+        e => panic!("{e:?}"),
+    }
+    // A real colour misread that holds is committed, only later.
+    let mut tr = Tracker::new(pos.clone(), cfg);
+    let mut t = 0;
+    let ev = feed(&mut tr, &mut t, &hand, frames(cfg.colour_excused_ms + 500), false);
+    match ev.as_slice() {
+        [TrackEvent::Move { mv, t_ms, .. }] => {
+            assert_eq!(uci_of(*mv), "b8a8");
+            assert!(*t_ms >= cfg.colour_excused_ms, "{t_ms}");
+        }
+        e => panic!("{e:?}"),
+    }
+}
+
+#[test]
 fn a_robot_move_not_yet_made_is_waited_for_not_reported() {
     // No arm: the board shows the position before the robot's move until
     // the person moves the robot's piece for it.

@@ -166,6 +166,7 @@ pub fn recognize_photo(
                     mv,
                     confidence: best.posterior,
                     promotion_unverified: mv.is_promotion(),
+                    colour_excused: false,
                 };
                 residual = left;
             }

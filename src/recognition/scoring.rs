@@ -329,6 +329,11 @@ pub enum Verdict {
         /// Promotion piece chosen by default: occupancy cannot tell a queen
         /// from a knight; ask or look closer before trusting it.
         promotion_unverified: bool,
+        /// A piece the move puts on a square empty before reads the other
+        /// colour there ([`arrival_colour_misread`]): a hand held still
+        /// over the board looks like that. The tracker holds such a move
+        /// longer before committing it.
+        colour_excused: bool,
     },
     /// The board still shows the position before.
     NoChange { confidence: f64 },
@@ -404,6 +409,7 @@ pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
             mv,
             confidence,
             promotion_unverified: mv.is_promotion(),
+            colour_excused: false,
         })
     };
     let verdict = if !excusable(obs, &obs.disagreements(&best_board), &best_board) {
@@ -423,16 +429,51 @@ pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
                 mv,
                 confidence: best.posterior,
                 promotion_unverified: mv.is_promotion(),
+                colour_excused: false,
             },
             None => Verdict::NoChange {
                 confidence: best.posterior,
             },
         }
     };
+    let verdict = match verdict {
+        Verdict::Move {
+            mv,
+            confidence,
+            promotion_unverified,
+            ..
+        } => Verdict::Move {
+            mv,
+            confidence,
+            promotion_unverified,
+            colour_excused: arrival_colour_misread(pos, obs, mv),
+        },
+        v => v,
+    };
     Scored {
         hypotheses,
         verdict,
     }
+}
+
+/// Whether a piece `mv` puts on a square empty before reads the other
+/// colour there. Occupancy is read more reliably than colour, so the
+/// scoring excuses such a square ([`MAX_EXCUSED_COLOUR`], and the squares
+/// a move picked by the picture changes), but a hand held still over the
+/// board reads the same way. Seed-21 bench (wooden/angled, played to 42
+/// plies): the rook lifted from b8 to take the queen on b7, the hand held
+/// still over b7 for about a second, the empty a8 beside it read White
+/// (p 1.00), the picture fitted `...Ra8` at 0.0 and `...Ra8` was
+/// committed; the motion-only hand detector saw nothing. Refusing such a
+/// move outright froze the standard wooden/low game, whose `d3` pawn
+/// really read Black on arrival, so the tracker holds it longer instead.
+pub fn arrival_colour_misread(pos: &Chess, obs: &BoardObs, mv: Move) -> bool {
+    let after = board_after(pos, Some(mv));
+    obs.disagreements(&after).iter().any(|d| {
+        pos.board().piece_at(d.square).is_none()
+            && d.expected != Occupant::Empty
+            && d.seen != Occupant::Empty
+    })
 }
 
 /// Most change cost ([`ChangeFit`]) of a move chosen by the change in the
@@ -543,6 +584,7 @@ fn by_picture_among_measured(
             mv,
             confidence,
             promotion_unverified: mv.is_promotion(),
+            colour_excused: false,
         },
         None => Verdict::NoChange { confidence },
     })

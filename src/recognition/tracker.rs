@@ -48,6 +48,13 @@ pub struct TrackerConfig {
     /// between 0.15 s descents and lifts); people who really play such a
     /// rook move just wait a little longer for it.
     pub half_castling_ms: u64,
+    /// A move the picture chose although a piece it puts down reads the
+    /// other colour (`colour_excused` of [`Verdict::Move`]) must hold this
+    /// long: a hand held still over the board reads as a piece, and the
+    /// scripted person holds still at most ~0.55 s mid-move (as for
+    /// `half_castling_ms`). A real colour misread on arrival is committed
+    /// this much later.
+    pub colour_excused_ms: u64,
 }
 
 impl Default for TrackerConfig {
@@ -59,6 +66,7 @@ impl Default for TrackerConfig {
             in_progress_patience_ms: 8_000,
             max_resync_plies: 4,
             half_castling_ms: 1_500,
+            colour_excused_ms: 1_500,
         }
     }
 }
@@ -323,8 +331,10 @@ impl Tracker {
                 mv,
                 confidence,
                 promotion_unverified,
+                colour_excused,
             } if agreed
-                && (held_ms >= self.cfg.half_castling_ms || !is_half_castling(&self.pos, mv)) =>
+                && (held_ms >= self.cfg.half_castling_ms || !is_half_castling(&self.pos, mv))
+                && (held_ms >= self.cfg.colour_excused_ms || !colour_excused) =>
             {
                 self.last_move = Some((self.pos.clone(), mv, t_ms));
                 self.pos.play_unchecked(mv);
