@@ -355,12 +355,7 @@ impl BoardWatcher {
             || self
                 .moved_ms
                 .is_some_and(|m| t_ms.saturating_sub(m) < settle_ms);
-        // Busy because something moved, not because the detector has just
-        // started (its first frames are never settled): the start position
-        // is learnt at once (the vinyl/angled bench game misread three of
-        // White's pieces until it was, and stalled before the first move).
-        let something_moved = slow_motion || state.moving.iter().chain(&state.changed).any(|m| *m);
-        if busy && something_moved {
+        if busy {
             self.busy_ms = Some(t_ms);
         }
         let still_long = self
