@@ -54,21 +54,6 @@ const MOTION_LOOKBACK: usize = 4;
 /// look-back motion (30 fps; at 20 fps the settle time is a bit shorter).
 const SETTLE_FRAME_MS: u64 = 33;
 
-/// The self-taught model learns from a frame only once the board has been
-/// free of hands, the arm and motion this long. A decision can be made on
-/// a board the person is not done with while the hand is off the board
-/// (seed-21 bench, wooden/angled: the robot's `Bxe4` played for it as a
-/// capture in two steps, the bishop put down on e3 beside e4 while the
-/// captured bishop was carried off; e4 read White, the bishop seen one
-/// square on, and the move was verified 0.26 s before the hand came back
-/// to push it in). Learning that picture as the believed position taught
-/// the model that a bishop on e3 looks empty, and the bishop, once on
-/// e4, read empty there for the rest of the game. The scripted person
-/// pauses 0.6-1.8 s between moves (a quick reply 0.1-0.35 s) and holds
-/// still mid-move at most about a second, so a board still this long is
-/// between moves.
-const LEARN_STILL_MS: u64 = 1000;
-
 /// Most hypotheses a close call may have for the change in the picture to
 /// be measured: the moves the squares cannot tell apart are usually a
 /// handful (`Bd7`, `Nd7`, `Qd7`, `Kd7`), but a long-range piece whose
@@ -178,8 +163,6 @@ pub struct BoardWatcher {
     recent: std::collections::VecDeque<motion::Signature>,
     /// When a cell last moved against the look-back frames.
     moved_ms: Option<u64>,
-    /// The last frame that was busy (or unread).
-    busy_ms: Option<u64>,
     model: Option<CalibratedModel>,
     /// The position the model was last fitted on.
     learnt: Option<shakmaty::Board>,
@@ -221,7 +204,6 @@ impl BoardWatcher {
             last_t_ms: None,
             recent: std::collections::VecDeque::new(),
             moved_ms: None,
-            busy_ms: None,
             model: cfg.model.clone(),
             learnt: None,
             candidate: None,
@@ -355,13 +337,7 @@ impl BoardWatcher {
             || self
                 .moved_ms
                 .is_some_and(|m| t_ms.saturating_sub(m) < settle_ms);
-        if busy {
-            self.busy_ms = Some(t_ms);
-        }
-        let still_long = self
-            .busy_ms
-            .is_none_or(|b| t_ms.saturating_sub(b) >= LEARN_STILL_MS);
-        if !busy && still_long && self.cfg.self_calibrate {
+        if !busy && self.cfg.self_calibrate {
             self.learn(image, &read, &obs);
         }
         if !busy {
@@ -530,16 +506,10 @@ impl BoardWatcher {
         }
     }
 
-    /// The believed board the self-taught model was last fitted on, if any.
-    pub fn learnt(&self) -> Option<&shakmaty::Board> {
-        self.learnt.as_ref()
-    }
-
     /// A frame with nothing to decide on: the tracker's count of agreeing
     /// reads starts over after the gap.
     fn unread(&mut self, t_ms: u64, frame: FrameUse) -> WatchOutput {
         let obs = BoardObs::new(std::array::from_fn(|_| SquareObs::occluded()));
-        self.busy_ms = Some(t_ms);
         let event = self.tracker.push(t_ms, &obs, true);
         WatchOutput {
             event,
