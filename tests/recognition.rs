@@ -774,7 +774,13 @@ fn a_move_whose_piece_reads_the_other_colour_on_arrival_is_held_longer() {
     // A real colour misread that holds is committed, only later.
     let mut tr = Tracker::new(pos.clone(), cfg);
     let mut t = 0;
-    let ev = feed(&mut tr, &mut t, &hand, frames(cfg.colour_excused_ms + 500), false);
+    let ev = feed(
+        &mut tr,
+        &mut t,
+        &hand,
+        frames(cfg.colour_excused_ms + 500),
+        false,
+    );
     match ev.as_slice() {
         [TrackEvent::Move { mv, t_ms, .. }] => {
             assert_eq!(uci_of(*mv), "b8a8");
