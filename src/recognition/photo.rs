@@ -162,12 +162,7 @@ pub fn recognize_photo(
             after.play_unchecked(mv);
             let left = obs.disagreements(after.board());
             if left.len() + PHOTO_MIN_EXPLAINED <= disagreeing.len() {
-                scored.verdict = Verdict::Move {
-                    mv,
-                    confidence: best.posterior,
-                    promotion_unverified: mv.is_promotion(),
-                    colour_excused: false,
-                };
+                scored.verdict = Verdict::of_move(pos, &obs, mv, best.posterior);
                 residual = left;
             }
         }

@@ -345,6 +345,19 @@ pub enum Verdict {
     Uncertain,
 }
 
+impl Verdict {
+    /// `mv` decided from `pos` on `obs`, with what occupancy cannot vouch
+    /// for flagged.
+    pub fn of_move(pos: &Chess, obs: &BoardObs, mv: Move, confidence: f64) -> Verdict {
+        Verdict::Move {
+            mv,
+            confidence,
+            promotion_unverified: mv.is_promotion(),
+            colour_excused: arrival_colour_misread(pos, obs, mv),
+        }
+    }
+}
+
 /// All hypotheses, best first, and the decision.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scored {
@@ -405,12 +418,8 @@ pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
     let best_board = board_after(pos, best.mv);
     // A close call the change in the picture may settle.
     let by_picture = || {
-        by_change(pos, obs, &hypotheses).map(|(mv, confidence)| Verdict::Move {
-            mv,
-            confidence,
-            promotion_unverified: mv.is_promotion(),
-            colour_excused: false,
-        })
+        by_change(pos, obs, &hypotheses)
+            .map(|(mv, confidence)| Verdict::of_move(pos, obs, mv, confidence))
     };
     let verdict = if !excusable(obs, &obs.disagreements(&best_board), &best_board) {
         // Tell people what to restore: the squares that differ from the
@@ -425,30 +434,11 @@ pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
             Some(_) if picture_contradicts(obs, &best_board) => {
                 by_picture_among_measured(pos, obs, &hypotheses).unwrap_or(Verdict::Uncertain)
             }
-            Some(mv) => Verdict::Move {
-                mv,
-                confidence: best.posterior,
-                promotion_unverified: mv.is_promotion(),
-                colour_excused: false,
-            },
+            Some(mv) => Verdict::of_move(pos, obs, mv, best.posterior),
             None => Verdict::NoChange {
                 confidence: best.posterior,
             },
         }
-    };
-    let verdict = match verdict {
-        Verdict::Move {
-            mv,
-            confidence,
-            promotion_unverified,
-            ..
-        } => Verdict::Move {
-            mv,
-            confidence,
-            promotion_unverified,
-            colour_excused: arrival_colour_misread(pos, obs, mv),
-        },
-        v => v,
     };
     Scored {
         hypotheses,
@@ -580,12 +570,7 @@ fn by_picture_among_measured(
     let k = pick_by_change(obs, pos.board(), &boards)?;
     let confidence = measured.iter().map(|(h, _)| h.posterior).sum();
     Some(match measured[k].0.mv {
-        Some(mv) => Verdict::Move {
-            mv,
-            confidence,
-            promotion_unverified: mv.is_promotion(),
-            colour_excused: false,
-        },
+        Some(mv) => Verdict::of_move(pos, obs, mv, confidence),
         None => Verdict::NoChange { confidence },
     })
 }

@@ -48,9 +48,9 @@ pub struct TrackerConfig {
     /// between 0.15 s descents and lifts); people who really play such a
     /// rook move just wait a little longer for it.
     pub half_castling_ms: u64,
-    /// A move the picture chose although a piece it puts down reads the
-    /// other colour (`colour_excused` of [`Verdict::Move`]) must hold this
-    /// long: a hand held still over the board reads as a piece, and the
+    /// A move one of whose pieces, put on a square empty before, reads
+    /// the other colour there (`colour_excused` of [`Verdict::Move`]) must
+    /// hold this long: a hand held still over the board reads as a piece, and the
     /// scripted person holds still at most ~0.55 s mid-move (as for
     /// `half_castling_ms`). A real colour misread on arrival is committed
     /// this much later.
