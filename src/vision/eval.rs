@@ -196,10 +196,26 @@ pub struct SampleResult {
     pub cal: Option<usize>,
     /// Orientation found automatically agreed with the labels' best side.
     pub orientation_ok: Option<bool>,
+    /// Misread squares, uncalibrated (given orientation, else automatic).
+    pub wrong_uncal: Vec<String>,
+    /// Misread squares, calibrated.
+    pub wrong_cal: Vec<String>,
 }
 
 fn count_correct(reading: &Occupancy, truth: &Occupancy) -> usize {
     reading.iter().zip(truth).filter(|(a, b)| a == b).count()
+}
+
+/// The misread squares as `square truth>read` (FEN-like letters: `.`, `W`,
+/// `B`), e.g. `h1 .>B` for an empty h1 read as a black piece.
+fn misread(reading: &Occupancy, truth: &Occupancy) -> Vec<String> {
+    reading
+        .iter()
+        .zip(truth)
+        .enumerate()
+        .filter(|(_, (a, b))| a != b)
+        .map(|(i, (a, b))| format!("{} {}>{}", super::square_name(i), b.letter(), a.letter()))
+        .collect()
 }
 
 /// Runs everything on one set.
@@ -230,6 +246,8 @@ pub fn evaluate_set(set: &[Sample]) -> Vec<SampleResult> {
             uncal_given: None,
             cal: None,
             orientation_ok: None,
+            wrong_uncal: Vec::new(),
+            wrong_cal: Vec::new(),
         };
         let (loc, cells, truth) = match &prepared[i] {
             Ok(p) => p,
@@ -260,6 +278,10 @@ pub fn evaluate_set(set: &[Sample]) -> Vec<SampleResult> {
             r.orientation_ok = Some(Some(auto.white_at) == s.white_at.or(best_side));
         }
         let side = s.white_at.unwrap_or(auto.white_at);
+        r.wrong_uncal = misread(
+            &squares::reading_from_cells(&probs, side).occupancy(),
+            truth,
+        );
         if s.white_at.is_some() {
             r.uncal_given = Some(count_correct(
                 &squares::reading_from_cells(&probs, side).occupancy(),
@@ -279,6 +301,7 @@ pub fn evaluate_set(set: &[Sample]) -> Vec<SampleResult> {
                     let p = model.classify(cells);
                     let reading = squares::reading_from_cells(&p, side).occupancy();
                     r.cal = Some(count_correct(&reading, truth));
+                    r.wrong_cal = misread(&reading, truth);
                 }
             }
         }
@@ -394,12 +417,35 @@ pub fn report(results: &[(String, Vec<SampleResult>)]) -> String {
             or.len()
         ));
     }
-    s.push_str("\nPer photo (squares right of 64; corner error mean/max px):\n\n| set | photo | located | corner err | uncal. auto | uncal. given | calibrated |\n|---|---|---|---|---|---|---|\n");
+    s.push_str("\nSquares misread most often (photos; a square misread in many photos of one board is a property of that board or view):\n\n| set | uncal. | cal. |\n|---|---|---|\n");
+    for (name, rs) in results {
+        let top = |f: &dyn Fn(&SampleResult) -> &Vec<String>| {
+            let mut count: std::collections::BTreeMap<&str, usize> = Default::default();
+            for r in rs {
+                for w in f(r) {
+                    *count.entry(w.split(' ').next().unwrap_or("")).or_default() += 1;
+                }
+            }
+            let mut v: Vec<(&str, usize)> = count.into_iter().collect();
+            v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            v.iter()
+                .take(5)
+                .map(|(sq, n)| format!("{sq} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        s.push_str(&format!(
+            "| {name} | {} | {} |\n",
+            top(&|r| &r.wrong_uncal),
+            top(&|r| &r.wrong_cal)
+        ));
+    }
+    s.push_str("\nPer photo (squares right of 64; corner error mean/max px; misread squares as `square truth>read`, uncal. with the given orientation where there is one):\n\n| set | photo | located | corner err | uncal. auto | uncal. given | calibrated | misread uncal. | misread cal. |\n|---|---|---|---|---|---|---|---|---|\n");
     for (name, rs) in results {
         for r in rs {
             let opt = |v: Option<usize>| v.map(|x| x.to_string()).unwrap_or_else(|| "-".into());
             s.push_str(&format!(
-                "| {name} | {} | {} | {} | {} | {} | {} |\n",
+                "| {name} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 r.name,
                 match &r.located {
                     Ok(()) => "yes".to_owned(),
@@ -410,7 +456,9 @@ pub fn report(results: &[(String, Vec<SampleResult>)]) -> String {
                     .unwrap_or_else(|| "-".into()),
                 opt(r.uncal_auto),
                 opt(r.uncal_given),
-                opt(r.cal)
+                opt(r.cal),
+                r.wrong_uncal.join(", "),
+                r.wrong_cal.join(", ")
             ));
         }
     }
