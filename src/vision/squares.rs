@@ -1053,6 +1053,63 @@ mod tests {
         assert_eq!(state_of(p[2][0], p[2][1], p[2][2]), Occupant::Empty);
     }
 
+    /// A 16x16 cell of samples: cream rim; the centre's pixels by `centre(k)`.
+    fn cell_samples(centre: impl Fn(usize) -> [f32; 3]) -> Vec<Sample> {
+        let cream = [230.0, 215.0, 180.0];
+        let n = SAMPLES_PER_SIDE;
+        (0..n * n)
+            .map(|i| {
+                let (k, l) = (i % n, i / n);
+                let rim = k < RIM || l < RIM || k >= n - RIM || l >= n - RIM;
+                let is_centre =
+                    (CENTRE_LO..CENTRE_HI).contains(&k) && (CENTRE_LO..CENTRE_HI).contains(&l);
+                Sample {
+                    g: [0.0, 0.0],
+                    rim,
+                    centre: is_centre,
+                    rgb: if is_centre { centre(i) } else { cream },
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_black_piece_with_its_shadow_on_a_light_square_reads_dark() {
+        let colours = BoardColours {
+            light: [230.0, 215.0, 180.0],
+            dark: [40.0, 100.0, 90.0],
+            contrast: luma([230.0, 215.0, 180.0]) - luma([40.0, 100.0, 90.0]),
+        };
+        // Half the centre is the cream square in shadow (70 % as bright),
+        // a fifth the black piece, the rest bare cream.
+        let shadowed = cell_samples(|i| match i % 10 {
+            0..=4 => [161.0, 150.5, 126.0],
+            5 | 6 => [25.0, 25.0, 28.0],
+            _ => [230.0, 215.0, 180.0],
+        });
+        let f = features_of(&shadowed, true, &colours).f;
+        assert!(f[F_FRAC_LOCAL] > OCC_THRESHOLD, "{f:?}");
+        assert!(f[F_LUMA_LOCAL] < 0.2, "a black piece: {f:?}");
+        // A white piece in its shadow keeps reading light.
+        let white = cell_samples(|i| match i % 10 {
+            0..=3 => [161.0, 150.5, 126.0],
+            4..=7 => [250.0, 250.0, 250.0],
+            _ => [230.0, 215.0, 180.0],
+        });
+        let f = features_of(&white, true, &colours).f;
+        assert!(f[F_LUMA_LOCAL] > 0.8, "a white piece: {f:?}");
+        // Shadow alone (no piece) is still measured, as before.
+        let only_shadow = cell_samples(|i| {
+            if i % 2 == 0 {
+                [161.0, 150.5, 126.0]
+            } else {
+                [230.0, 215.0, 180.0]
+            }
+        });
+        let f = features_of(&only_shadow, true, &colours).f;
+        assert!(f[F_LUMA_LOCAL] > 0.5, "{f:?}");
+    }
+
     #[test]
     fn calibrated_model_knows_a_print_on_an_empty_square() {
         // A logo printed on light cell 18 looks like a dark piece to the rule
