@@ -278,15 +278,10 @@ pub fn evaluate_set(set: &[Sample]) -> Vec<SampleResult> {
             r.orientation_ok = Some(Some(auto.white_at) == s.white_at.or(best_side));
         }
         let side = s.white_at.unwrap_or(auto.white_at);
-        r.wrong_uncal = misread(
-            &squares::reading_from_cells(&probs, side).occupancy(),
-            truth,
-        );
+        let reading_side = squares::reading_from_cells(&probs, side).occupancy();
+        r.wrong_uncal = misread(&reading_side, truth);
         if s.white_at.is_some() {
-            r.uncal_given = Some(count_correct(
-                &squares::reading_from_cells(&probs, side).occupancy(),
-                truth,
-            ));
+            r.uncal_given = Some(count_correct(&reading_side, truth));
         }
         if let Some(j) = s.reference {
             if let (Ok((_, rcells, rtruth)), Some(rs)) = (&prepared[j], set.get(j)) {
@@ -468,6 +463,16 @@ pub fn report(results: &[(String, Vec<SampleResult>)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn misread_names_each_wrong_square_with_truth_and_reading() {
+        let truth = occupancy_from_fen("8/8/8/8/8/8/8/7K").unwrap();
+        let mut reading = truth;
+        reading[7] = super::super::Occupant::Empty; // h1
+        reading[0] = super::super::Occupant::Black; // a1
+        assert_eq!(misread(&reading, &truth), vec!["a1 .>B", "h1 W>."]);
+        assert!(misread(&truth, &truth).is_empty());
+    }
 
     #[test]
     fn corner_error_ignores_starting_corner_and_direction() {
