@@ -197,24 +197,44 @@ pub struct SampleResult {
     /// Orientation found automatically agreed with the labels' best side.
     pub orientation_ok: Option<bool>,
     /// Misread squares, uncalibrated (given orientation, else automatic).
-    pub wrong_uncal: Vec<String>,
+    pub wrong_uncal: Vec<Misread>,
     /// Misread squares, calibrated.
-    pub wrong_cal: Vec<String>,
+    pub wrong_cal: Vec<Misread>,
 }
 
 fn count_correct(reading: &Occupancy, truth: &Occupancy) -> usize {
     reading.iter().zip(truth).filter(|(a, b)| a == b).count()
 }
 
-/// The misread squares as `square truth>read` (FEN-like letters: `.`, `W`,
-/// `B`), e.g. `h1 .>B` for an empty h1 read as a black piece.
-fn misread(reading: &Occupancy, truth: &Occupancy) -> Vec<String> {
+/// One misread square: its index (a1 = 0), the label and the reading.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Misread {
+    pub square: usize,
+    pub truth: super::Occupant,
+    pub read: super::Occupant,
+}
+
+impl std::fmt::Display for Misread {
+    /// `square truth>read` (FEN-like letters: `.`, `W`, `B`), e.g. `h1 .>B`
+    /// for an empty h1 read as a black piece.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = super::square_name(self.square);
+        write!(f, "{name} {}>{}", self.truth.letter(), self.read.letter())
+    }
+}
+
+/// The squares the reading gets wrong.
+fn misread(reading: &Occupancy, truth: &Occupancy) -> Vec<Misread> {
     reading
         .iter()
         .zip(truth)
         .enumerate()
         .filter(|(_, (a, b))| a != b)
-        .map(|(i, (a, b))| format!("{} {}>{}", super::square_name(i), b.letter(), a.letter()))
+        .map(|(square, (read, truth))| Misread {
+            square,
+            truth: *truth,
+            read: *read,
+        })
         .collect()
 }
 
@@ -414,15 +434,16 @@ pub fn report(results: &[(String, Vec<SampleResult>)]) -> String {
     }
     s.push_str("\nSquares misread most often (photos; a square misread in many photos of one board is a property of that board or view):\n\n| set | uncal. | cal. |\n|---|---|---|\n");
     for (name, rs) in results {
-        let top = |f: &dyn Fn(&SampleResult) -> &Vec<String>| {
-            let mut count: std::collections::BTreeMap<&str, usize> = Default::default();
-            for r in rs {
-                for w in f(r) {
-                    *count.entry(w.split(' ').next().unwrap_or("")).or_default() += 1;
-                }
+        let top = |f: &dyn Fn(&SampleResult) -> &Vec<Misread>| {
+            let mut count = [0usize; 64];
+            for w in rs.iter().flat_map(f) {
+                count[w.square] += 1;
             }
-            let mut v: Vec<(&str, usize)> = count.into_iter().collect();
-            v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            let mut v: Vec<(String, usize)> = (0..64)
+                .filter(|&i| count[i] > 0)
+                .map(|i| (super::square_name(i), count[i]))
+                .collect();
+            v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
             v.iter()
                 .take(5)
                 .map(|(sq, n)| format!("{sq} {n}"))
@@ -439,6 +460,12 @@ pub fn report(results: &[(String, Vec<SampleResult>)]) -> String {
     for (name, rs) in results {
         for r in rs {
             let opt = |v: Option<usize>| v.map(|x| x.to_string()).unwrap_or_else(|| "-".into());
+            let list = |v: &[Misread]| {
+                v.iter()
+                    .map(Misread::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
             s.push_str(&format!(
                 "| {name} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 r.name,
@@ -452,8 +479,8 @@ pub fn report(results: &[(String, Vec<SampleResult>)]) -> String {
                 opt(r.uncal_auto),
                 opt(r.uncal_given),
                 opt(r.cal),
-                r.wrong_uncal.join(", "),
-                r.wrong_cal.join(", ")
+                list(&r.wrong_uncal),
+                list(&r.wrong_cal)
             ));
         }
     }
@@ -470,7 +497,11 @@ mod tests {
         let mut reading = truth;
         reading[7] = super::super::Occupant::Empty; // h1
         reading[0] = super::super::Occupant::Black; // a1
-        assert_eq!(misread(&reading, &truth), vec!["a1 .>B", "h1 W>."]);
+        let names: Vec<String> = misread(&reading, &truth)
+            .iter()
+            .map(Misread::to_string)
+            .collect();
+        assert_eq!(names, vec!["a1 .>B", "h1 W>."]);
         assert!(misread(&truth, &truth).is_empty());
     }
 

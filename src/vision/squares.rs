@@ -760,6 +760,12 @@ impl CalibratedModel {
             .zip(base)
             .enumerate()
             .map(|(i, (c, b))| {
+                // The cell's own look, where it showed the same square colour.
+                let own_look = self
+                    .own_look
+                    .get(i)
+                    .and_then(Option::as_ref)
+                    .filter(|(light, _, _)| *light == c.light);
                 let mut logl = [f32::NEG_INFINITY; 3];
                 let mut known = [false; 3];
                 for (light, occ, mean, var) in &self.classes {
@@ -786,8 +792,8 @@ impl CalibratedModel {
                     // the two, so that a reference seen from another camera
                     // position, where this cell held another square, costs
                     // nothing.
-                    if let Some(Some((own_light, own_occ, own))) = self.own_look.get(i) {
-                        if own_occ == occ && *own_light == c.light {
+                    if let Some((_, own_occ, own)) = own_look {
+                        if own_occ == occ {
                             ll = ll.max(ll_of(own));
                         }
                     }
@@ -802,8 +808,11 @@ impl CalibratedModel {
                 // A cell that looks just as it did in the reference is
                 // read by the likelihoods alone: where the rule misreads it
                 // (a print on the board), it misread it there too.
-                let unchanged = matches!(self.own_look.get(i), Some(Some((l, _, own)))
-                    if *l == c.light && MODEL_FEATURES.iter().all(|&f| (c.f[f] - own[f]).abs() <= UNCHANGED_LOOK));
+                let unchanged = own_look.is_some_and(|(_, _, own)| {
+                    MODEL_FEATURES
+                        .iter()
+                        .all(|&f| (c.f[f] - own[f]).abs() <= UNCHANGED_LOOK)
+                });
                 let b = if unchanged { [1.0 / 3.0; 3] } else { b };
                 let e = [0, 1, 2].map(|k| b[k].max(PRODUCT_FLOOR) * ((logl[k] - m) * trust).exp());
                 let s: f32 = e.iter().sum();
