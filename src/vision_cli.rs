@@ -263,7 +263,8 @@ pub fn run_vision(cmd: VisionCmd) -> anyhow::Result<ExitCode> {
                 for r in bad.take(dump_max) {
                     let (img, _) = eval_sim::render_frame(&r.spec, width, height)?;
                     let out = dir.join(format!("frame_{:04}.png", r.spec.index));
-                    match pipeline::read_frame(&img, &pipeline::ReadOptions::default()) {
+                    let opts = eval_sim::read_options(&r.spec, width, height, regime)?;
+                    match pipeline::read_frame(&img, &opts) {
                         Ok(fr) => {
                             let drawn = overlay::draw(
                                 &img,

@@ -276,6 +276,8 @@ pub struct FrameScore {
     pub squares: Option<SquareErrors>,
     /// Squares wrong under the orientation the frame decided on.
     pub squares_wrong_as_read: Option<usize>,
+    /// The squares read wrong (true orientation), for tracing.
+    pub misread: Vec<super::eval::Misread>,
 }
 
 /// Side length (pixels) of the squares meeting at outer corner `k`
@@ -330,6 +332,7 @@ pub fn score_frame(read: &Result<FrameReading, VisionError>, truth: &FrameTruth)
                 orientation_ok: None,
                 squares: None,
                 squares_wrong_as_read: None,
+                misread: Vec::new(),
             }
         }
     };
@@ -341,6 +344,7 @@ pub fn score_frame(read: &Result<FrameReading, VisionError>, truth: &FrameTruth)
             orientation_ok: None,
             squares: None,
             squares_wrong_as_read: None,
+            misread: Vec::new(),
         };
     };
     let localized = err <= CORNER_TOLERANCE_SQUARES;
@@ -351,6 +355,7 @@ pub fn score_frame(read: &Result<FrameReading, VisionError>, truth: &FrameTruth)
         orientation_ok: None,
         squares: None,
         squares_wrong_as_read: None,
+        misread: Vec::new(),
     };
     if !localized {
         return score;
@@ -373,6 +378,13 @@ pub fn score_frame(read: &Result<FrameReading, VisionError>, truth: &FrameTruth)
         errs.scored += 1;
         errs.hidden += read_sq.hidden as usize;
         errs.hidden_wrong += (read_sq.hidden && got != want) as usize;
+        if got != want {
+            score.misread.push(super::eval::Misread {
+                square: i,
+                truth: want,
+                read: got,
+            });
+        }
         match (want, got) {
             (a, b) if a == b => {}
             (Occupant::Empty, _) => errs.phantom += 1,
@@ -456,6 +468,21 @@ fn calibrated_options(
     }))
 }
 
+/// What a frame is read with under a regime (calibrated frames whose
+/// reference could not be localized are read cold).
+pub fn read_options(
+    spec: &FrameSpec,
+    width: u32,
+    height: u32,
+    regime: Regime,
+) -> Result<ReadOptions, SimError> {
+    Ok(match regime {
+        Regime::Cold => None,
+        Regime::Calibrated => calibrated_options(spec, width, height)?,
+    }
+    .unwrap_or_default())
+}
+
 /// Renders, reads and scores the frames with the given indices (each is the
 /// same frame whatever else is asked: see [`frame_spec`]); `progress` is told
 /// about each frame as it is done. Calibrated frames whose reference could
@@ -471,11 +498,7 @@ pub fn evaluate(
     let mut out = Vec::new();
     for index in indices {
         let spec = frame_spec(seed, index, width, height)?;
-        let opts = match regime {
-            Regime::Cold => None,
-            Regime::Calibrated => calibrated_options(&spec, width, height)?,
-        }
-        .unwrap_or_default();
+        let opts = read_options(&spec, width, height, regime)?;
         let (img, truth) = render_frame(&spec, width, height)?;
         let t0 = std::time::Instant::now();
         let read = pipeline::read_frame(&img, &opts);
@@ -632,8 +655,10 @@ pub fn failures(results: &[FrameResult]) -> Vec<String> {
                     ),
                     (None, true) => {
                         let e = r.score.squares.unwrap_or_default();
+                        let squares: Vec<String> =
+                            r.score.misread.iter().map(ToString::to_string).collect();
                         format!(
-                            "{} missed, {} phantom, {} colour{}",
+                            "{} missed, {} phantom, {} colour{} [{}]",
                             e.missed,
                             e.phantom,
                             e.colour,
@@ -641,7 +666,8 @@ pub fn failures(results: &[FrameResult]) -> Vec<String> {
                                 ", orientation wrong"
                             } else {
                                 ""
-                            }
+                            },
+                            squares.join(", ")
                         )
                     }
                 }
@@ -754,6 +780,15 @@ mod tests {
             super::super::squares::classify_uncalibrated(&cells)
         );
         let score = score_frame(&Ok(read), &truth);
-        assert!(score.squares.unwrap().scored > 0);
+        let errs = score.squares.unwrap();
+        assert!(errs.scored > 0);
+        // Every square counted wrong is listed, with what it held and what
+        // was read.
+        assert_eq!(score.misread.len(), errs.wrong());
+        for m in &score.misread {
+            assert_ne!(m.truth, m.read);
+            let t = truth.squares[&super::super::square_name(m.square)].piece;
+            assert_eq!(occupant_of(t), m.truth);
+        }
     }
 }
