@@ -23,7 +23,8 @@ use super::pipeline::{self, FrameReading, ReadOptions};
 use super::{Occupant, VisionError};
 use crate::sim::camera::{framing_distance, look_at_pose};
 use crate::sim::{
-    BoardSpec, BoardStyle, CameraPose, CameraSpec, FrameTruth, Realism, SceneSpec, SimError,
+    BoardSpec, BoardStyle, CameraPose, CameraSpec, FrameTruth, Realism, RenderOptions, Scene,
+    SceneSpec, SimError,
 };
 
 /// A frame counts as localized when every one of the four outer corners is
@@ -215,7 +216,12 @@ pub fn render_frame(
     width: u32,
     height: u32,
 ) -> Result<(RgbImage, FrameTruth), SimError> {
-    let scene = SceneSpec {
+    render_scene(&scene_of(spec, width, height)?)
+}
+
+/// The seeded scene of a frame.
+fn scene_of(spec: &FrameSpec, width: u32, height: u32) -> Result<Scene, SimError> {
+    SceneSpec {
         board: spec.board_style,
         set: None,
         camera: CameraSpec::Pose(spec.pose),
@@ -223,10 +229,37 @@ pub fn render_frame(
         height,
         realism: Realism::Webcam,
     }
-    .build(&spec.position, spec.seed)?;
+    .build(&spec.position, spec.seed)
+}
+
+fn render_scene(scene: &Scene) -> Result<(RgbImage, FrameTruth), SimError> {
     let frame = crate::sim::render(&scene.world, &scene.camera, &scene.options)?;
     Ok((crate::camera::sim::rgb_from_sim(frame.image), frame.truth))
 }
+
+/// The start position in the frame's scene: same camera, board, table,
+/// light and sensor settings, other pieces and other sensor noise. (A scene
+/// built from the same seed with another position would not do: each
+/// piece's placement draws from the seed's stream before the light does.)
+fn reference_of(spec: &FrameSpec, width: u32, height: u32) -> Result<Scene, SimError> {
+    let frame = scene_of(spec, width, height)?;
+    let start = FrameSpec {
+        position: Board::default(),
+        ..spec.clone()
+    };
+    let mut reference = scene_of(&start, width, height)?;
+    reference.world.table = frame.world.table;
+    reference.world.lighting = frame.world.lighting;
+    reference.world.texture_seed = frame.world.texture_seed;
+    reference.options = RenderOptions {
+        seed: frame.options.seed ^ REFERENCE_NOISE_SALT,
+        ..frame.options
+    };
+    Ok(reference)
+}
+
+/// Makes the reference's sensor noise differ from the frame's.
+const REFERENCE_NOISE_SALT: u64 = 0x5EED_0F_5EED;
 
 /// Square-state confusions on one frame (truth -> read).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -448,16 +481,12 @@ fn calibrated_options(
     width: u32,
     height: u32,
 ) -> Result<Option<ReadOptions>, SimError> {
-    let reference = FrameSpec {
-        position: Board::default(),
-        ..spec.clone()
-    };
-    let (img, truth) = render_frame(&reference, width, height)?;
+    let (img, truth) = render_scene(&reference_of(spec, width, height)?)?;
     let Some((loc, side, cells)) = localized_cells(&img, &truth) else {
         return Ok(None);
     };
     let truth_cells =
-        super::squares::cells_from_occupancy(&super::occupancy_of(&reference.position), side);
+        super::squares::cells_from_occupancy(&super::occupancy_of(&Board::default()), side);
     let Ok(model) = super::squares::CalibratedModel::fit(&cells, &truth_cells) else {
         return Ok(None);
     };
@@ -752,6 +781,32 @@ mod tests {
                 | shakmaty::Bitboard::from(shakmaty::Rank::Eighth);
             assert!((b.pawns() & back).is_empty());
         }
+    }
+
+    #[test]
+    fn the_reference_is_the_start_position_under_the_frames_light() {
+        // Frame 0: a middle game with fewer than 32 pieces.
+        let spec = frame_spec(1, 0, 640, 480).unwrap();
+        let frame = scene_of(&spec, 640, 480).unwrap();
+        let reference = reference_of(&spec, 640, 480).unwrap();
+        assert_eq!(reference.world.pieces.len(), 32);
+        assert_ne!(frame.world.pieces.len(), 32);
+        assert_eq!(reference.world.lighting, frame.world.lighting);
+        assert_eq!(reference.world.table, frame.world.table);
+        assert_eq!(reference.world.texture_seed, frame.world.texture_seed);
+        assert_eq!(reference.camera, frame.camera);
+        assert_eq!(reference.options.exposure, frame.options.exposure);
+        assert_ne!(reference.options.seed, frame.options.seed);
+        // Built from the seed alone, the start position would get another
+        // light: its placements draw from the stream first.
+        let start = FrameSpec {
+            position: Board::default(),
+            ..spec.clone()
+        };
+        assert_ne!(
+            scene_of(&start, 640, 480).unwrap().world.lighting,
+            frame.world.lighting
+        );
     }
 
     #[test]
