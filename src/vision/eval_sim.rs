@@ -259,7 +259,7 @@ fn reference_of(spec: &FrameSpec, width: u32, height: u32) -> Result<Scene, SimE
 }
 
 /// Makes the reference's sensor noise differ from the frame's.
-const REFERENCE_NOISE_SALT: u64 = 0x5EED_0F_5EED;
+const REFERENCE_NOISE_SALT: u64 = 0x5EED_0F5E_ED00;
 
 /// Square-state confusions on one frame (truth -> read).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
