@@ -981,6 +981,14 @@ fn cell_context(
 mod tests {
     use super::*;
 
+    /// A reference's 64 cells (grid order) and their occupants, from each
+    /// cell's index and square colour.
+    fn reference(
+        of: impl Fn(usize, bool) -> (CellFeatures, Occupant),
+    ) -> (Vec<CellFeatures>, Vec<Occupant>) {
+        (0..64).map(|i| of(i, (i % 8 + i / 8) % 2 == 0)).unzip()
+    }
+
     fn cell(light: bool, frac: f32, pl: f32) -> CellFeatures {
         CellFeatures {
             light,
@@ -1031,18 +1039,11 @@ mod tests {
 
     #[test]
     fn calibrated_model_learns_from_a_reference() {
-        let mut cells = Vec::new();
-        let mut truth = Vec::new();
-        for i in 0..64 {
-            let light = (i % 8 + i / 8) % 2 == 0;
-            let (c, t) = match i / 16 {
-                0 => (cell(light, 0.5, 0.9), Occupant::White),
-                3 => (cell(light, 0.5, 0.2), Occupant::Black),
-                _ => (cell(light, 0.05, 0.5), Occupant::Empty),
-            };
-            cells.push(c);
-            truth.push(t);
-        }
+        let (cells, truth) = reference(|i, light| match i / 16 {
+            0 => (cell(light, 0.5, 0.9), Occupant::White),
+            3 => (cell(light, 0.5, 0.2), Occupant::Black),
+            _ => (cell(light, 0.05, 0.5), Occupant::Empty),
+        });
         let model = CalibratedModel::fit(&cells, &truth).unwrap();
         let probe = [
             cell(true, 0.48, 0.85),
@@ -1060,22 +1061,15 @@ mod tests {
         // A logo printed on light cell 18 looks like a dark piece to the rule
         // and to the class means; the reference shows it empty.
         let logo = |light| cell(light, 0.35, 0.1);
-        let mut cells = Vec::new();
-        let mut truth = Vec::new();
-        for i in 0..64 {
-            let light = (i % 8 + i / 8) % 2 == 0;
-            let (c, t) = match i {
-                18 => (logo(light), Occupant::Empty),
-                _ if i < 16 => (cell(light, 0.5, 0.9), Occupant::White),
-                _ if i >= 48 => (
-                    cell(light, 0.5 + 0.05 * (i % 3) as f32, 0.05 * (i % 2) as f32),
-                    Occupant::Black,
-                ),
-                _ => (cell(light, 0.05, 0.5), Occupant::Empty),
-            };
-            cells.push(c);
-            truth.push(t);
-        }
+        let (cells, truth) = reference(|i, light| match i {
+            18 => (logo(light), Occupant::Empty),
+            _ if i < 16 => (cell(light, 0.5, 0.9), Occupant::White),
+            _ if i >= 48 => (
+                cell(light, 0.5 + 0.05 * (i % 3) as f32, 0.05 * (i % 2) as f32),
+                Occupant::Black,
+            ),
+            _ => (cell(light, 0.05, 0.5), Occupant::Empty),
+        });
         let model = CalibratedModel::fit(&cells, &truth).unwrap();
         let state = |p: [f32; 3]| state_of(p[0], p[1], p[2]);
         let mut later = cells.clone();
@@ -1097,24 +1091,17 @@ mod tests {
     fn a_few_odd_pixels_on_an_empty_cell_do_not_make_a_piece_colour() {
         // Reference: empty light cells plain (luma 1.0), white pieces of
         // luma 0.4 covering 10-50 % of the centre, black of -0.3.
-        let mut cells = Vec::new();
-        let mut truth = Vec::new();
-        for i in 0..64 {
-            let light = (i % 8 + i / 8) % 2 == 0;
-            let (c, t) = match i {
-                _ if i < 16 => (
-                    cell(light, 0.1 + 0.05 * (i % 9) as f32, 0.4),
-                    Occupant::White,
-                ),
-                _ if i >= 48 => (cell(light, 0.75, -0.3), Occupant::Black),
-                _ => (
-                    cell(light, 0.0, if light { 1.0 } else { 0.0 }),
-                    Occupant::Empty,
-                ),
-            };
-            cells.push(c);
-            truth.push(t);
-        }
+        let (cells, truth) = reference(|i, light| match i {
+            _ if i < 16 => (
+                cell(light, 0.1 + 0.05 * (i % 9) as f32, 0.4),
+                Occupant::White,
+            ),
+            _ if i >= 48 => (cell(light, 0.75, -0.3), Occupant::Black),
+            _ => (
+                cell(light, 0.0, if light { 1.0 } else { 0.0 }),
+                Occupant::Empty,
+            ),
+        });
         let model = CalibratedModel::fit(&cells, &truth).unwrap().classes_only();
         let state = |p: [f32; 3]| state_of(p[0], p[1], p[2]);
         let mut later = cells.clone();
