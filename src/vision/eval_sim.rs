@@ -23,8 +23,7 @@ use super::pipeline::{self, FrameReading, ReadOptions};
 use super::{Occupant, VisionError};
 use crate::sim::camera::{framing_distance, look_at_pose};
 use crate::sim::{
-    BoardSpec, BoardStyle, CameraPose, CameraSpec, FrameTruth, Realism, RenderOptions, Scene,
-    SceneSpec, SimError,
+    BoardSpec, BoardStyle, CameraPose, CameraSpec, FrameTruth, Realism, Scene, SceneSpec, SimError,
 };
 
 /// A frame counts as localized when every one of the four outer corners is
@@ -237,24 +236,19 @@ fn render_scene(scene: &Scene) -> Result<(RgbImage, FrameTruth), SimError> {
     Ok((crate::camera::sim::rgb_from_sim(frame.image), frame.truth))
 }
 
-/// The start position in the frame's scene: same camera, board, table,
-/// light and sensor settings, other pieces and other sensor noise. (A scene
-/// built from the same seed with another position would not do: each
-/// piece's placement draws from the seed's stream before the light does.)
+/// The start position in the frame's scene: the frame's camera, board,
+/// table, light and sensor settings with the start position's pieces and
+/// other sensor noise. (A scene built from the same seed with another
+/// position would not do: each piece's placement draws from the seed's
+/// stream before the light does.)
 fn reference_of(spec: &FrameSpec, width: u32, height: u32) -> Result<Scene, SimError> {
-    let frame = scene_of(spec, width, height)?;
     let start = FrameSpec {
         position: Board::default(),
         ..spec.clone()
     };
-    let mut reference = scene_of(&start, width, height)?;
-    reference.world.table = frame.world.table;
-    reference.world.lighting = frame.world.lighting;
-    reference.world.texture_seed = frame.world.texture_seed;
-    reference.options = RenderOptions {
-        seed: frame.options.seed ^ REFERENCE_NOISE_SALT,
-        ..frame.options
-    };
+    let mut reference = scene_of(spec, width, height)?;
+    reference.world.pieces = scene_of(&start, width, height)?.world.pieces;
+    reference.options.seed ^= REFERENCE_NOISE_SALT;
     Ok(reference)
 }
 
