@@ -28,7 +28,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 # Must equal INPUT_NAMES in src/vision/learned.rs (the loader checks it).
 INPUTS = [
     "light", "hidden", "luma_rel", "frac", "mean_dev", "piece_luma", "local",
-    "frac_local", "luma_local", "elev", "near", "far", "axis_board",
+    "frac_local", "luma_local", "edge", "frac_fine", "elev", "near", "far", "axis_board",
     "front_frac", "front_luma", "height", "dist",
 ]
 

@@ -32,6 +32,8 @@ pub const INPUT_NAMES: [&str; NIN] = [
     "local",
     "frac_local",
     "luma_local",
+    "edge",
+    "frac_fine",
     "elev",
     "near",
     "far",
