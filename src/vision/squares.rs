@@ -519,9 +519,16 @@ fn features_of(samples: &[Sample], is_light: bool, colours: &BoardColours) -> Ce
     let local = dist(centre_med, own_ref) / contrast;
     // Local reference: the median of the cell's own rim, which follows
     // lighting gradients across the board.
+    // Each centre sample's distance from the cell's own rim colour.
+    let own_devs: Vec<f32> = centre
+        .iter()
+        .map(|p| dist(*p, own_ref) / contrast)
+        .collect();
     let own: Vec<&[f32; 3]> = centre
         .iter()
-        .filter(|p| dist(**p, own_ref) / contrast > LOCAL_DEVIATION)
+        .zip(&own_devs)
+        .filter(|(_, d)| **d > LOCAL_DEVIATION)
+        .map(|(p, _)| p)
         .collect();
     let frac_local = own.len() as f32 / n;
     let mut own_luma: Vec<f32> = own
@@ -535,11 +542,7 @@ fn features_of(samples: &[Sample], is_light: bool, colours: &BoardColours) -> Ce
     };
     let (centre_edges, rim_edges) = edge_densities(samples, contrast);
     let edge = centre_edges - rim_edges;
-    let frac_fine = centre
-        .iter()
-        .filter(|p| dist(**p, own_ref) / contrast > FINE_DEVIATION)
-        .count() as f32
-        / n;
+    let frac_fine = own_devs.iter().filter(|d| **d > FINE_DEVIATION).count() as f32 / n;
     CellFeatures {
         light: is_light,
         hidden: false,
