@@ -162,6 +162,11 @@ enum BenchCommand {
         /// stays lost and every later move counts as missed).
         #[arg(long)]
         answers: bool,
+        /// Write each frame on which the watcher reports a board it cannot
+        /// explain, with the squares it read drawn over it, into this
+        /// folder (`game{G}_frame{N}.png`), to trace a stall.
+        #[arg(long, value_name = "DIR")]
+        dump_unexplained: Option<std::path::PathBuf>,
         #[arg(long, default_value_t = 1)]
         seed: u64,
         #[arg(long, default_value_t = 640)]
@@ -256,6 +261,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             moves,
             play_only,
             answers,
+            dump_unexplained,
             seed,
             width,
             height,
@@ -263,6 +269,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             from..from + games,
             (moves, play_only),
             (verbose, answers),
+            dump_unexplained.as_deref(),
             seed,
             width,
             height,

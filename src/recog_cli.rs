@@ -539,13 +539,15 @@ pub fn bench_recognition(
     games: std::ops::Range<usize>,
     (moves, play_only): (usize, Option<usize>),
     (verbose, answers): (bool, bool),
+    dump_unexplained: Option<&Path>,
     seed: u64,
     width: u32,
     height: u32,
 ) -> anyhow::Result<ExitCode> {
-    use chessbot::recognition::bench::{watch_sim_game, MoveOutcome, SimGame};
+    use chessbot::recognition::bench::{watch_sim_game_with, MoveOutcome, SimGame};
     use chessbot::sim::opponent::{random_moves, OpponentStyle};
     use chessbot::sim::{Realism, SceneSpec};
+    use chessbot::vision::{io, overlay};
     use rand::{Rng, SeedableRng};
 
     const BOARDS: [&str; 3] = ["wooden", "vinyl", "printed"];
@@ -599,7 +601,31 @@ pub fn bench_recognition(
             blind: None,
             answers,
         };
-        let r = watch_sim_game(&game, WatcherConfig::default())?;
+        if let Some(dir) = dump_unexplained {
+            std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
+        }
+        let mut dump_error = None;
+        let r = watch_sim_game_with(&game, WatcherConfig::default(), |truth, out, _, image| {
+            let (Some(dir), Some(TrackEvent::Unexplained { .. }), Some(read)) =
+                (dump_unexplained, &out.event, &out.reading)
+            else {
+                return;
+            };
+            let path = dir.join(format!("game{g}_frame{}.png", truth.frame));
+            let drawn = overlay::draw(
+                image,
+                &read.location,
+                Some(&read.reading),
+                read.orientation.white_at,
+                image.width.max(image.height),
+            );
+            if let Err(e) = drawn.and_then(|d| io::save_image(&d, &path)) {
+                dump_error.get_or_insert(anyhow::anyhow!("{}: {e}", path.display()));
+            }
+        })?;
+        if let Some(e) = dump_error {
+            return Err(e);
+        }
         let (mut g_right, mut g_wrong) = (0, 0);
         for o in &r.outcomes {
             total += 1;

@@ -74,7 +74,7 @@ impl Case {
             self_calibrate: std::env::var_os("RECOG_NO_LEARN").is_none(),
             ..WatcherConfig::default()
         };
-        let report = watch_sim_game_with(&game, cfg, |truth, out, w| {
+        let report = watch_sim_game_with(&game, cfg, |truth, out, w, _| {
             if debug {
                 let obs = board_obs_of(out);
                 let v = obs.map(|o| {

@@ -13,6 +13,7 @@ use super::RecognitionError;
 use crate::camera::sim::rgb_from_sim;
 use crate::sim::opponent::{OpponentStyle, Phase, ScriptTruth, ScriptedGame};
 use crate::sim::{Renderer, SceneSpec, SimError};
+use crate::vision::image::RgbImage;
 
 /// The camera keeps running after the script's last frame for this long
 /// (the last world repeated), so that the watcher can conclude on the
@@ -142,15 +143,15 @@ pub enum SimRunError {
 /// Renders `game` frame by frame into a watcher built with `cfg` and
 /// scores what it committed against the script.
 pub fn watch_sim_game(game: &SimGame, cfg: WatcherConfig) -> Result<SimGameReport, SimRunError> {
-    watch_sim_game_with(game, cfg, |_, _, _| {})
+    watch_sim_game_with(game, cfg, |_, _, _, _| {})
 }
 
 /// [`watch_sim_game`], calling `on_frame` with each frame's truth, the
-/// watcher's output and the watcher (progress, diagnostics).
+/// watcher's output, the watcher and the frame (progress, diagnostics).
 pub fn watch_sim_game_with(
     game: &SimGame,
     cfg: WatcherConfig,
-    mut on_frame: impl FnMut(&ScriptTruth, &WatchOutput, &BoardWatcher),
+    mut on_frame: impl FnMut(&ScriptTruth, &WatchOutput, &BoardWatcher, &RgbImage),
 ) -> Result<SimGameReport, SimRunError> {
     let scene = game.scene.build(game.start.board(), game.seed)?;
     let mut script = ScriptedGame::new(
@@ -265,7 +266,7 @@ pub fn watch_sim_game_with(
         let image = rgb_from_sim(frame.image);
         let out = watcher.push(&image, truth.time_ms.round() as u64)?;
         report.frames += 1;
-        on_frame(&truth, &out, &watcher);
+        on_frame(&truth, &out, &watcher, &image);
         if !out.usable() {
             report.unread_frames += 1;
         }
