@@ -558,6 +558,9 @@ pub fn bench_recognition(
     let mut latency = Vec::new();
     let mut since_release = Vec::new();
     let mut per_view: std::collections::BTreeMap<String, (usize, usize)> = Default::default();
+    if let Some(dir) = dump_unexplained {
+        std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
+    }
     let started = std::time::Instant::now();
     let n_games = games.len();
     for g in games {
@@ -601,9 +604,6 @@ pub fn bench_recognition(
             blind: None,
             answers,
         };
-        if let Some(dir) = dump_unexplained {
-            std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
-        }
         let mut dump_error = None;
         let r = watch_sim_game_with(&game, WatcherConfig::default(), |truth, out, _, image| {
             let (Some(dir), Some(TrackEvent::Unexplained { .. }), Some(read)) =

@@ -195,6 +195,15 @@ struct Sample {
     rgb: [f32; 3],
 }
 
+/// Whether the sample at lattice position (`k`, `l`) of a cell belongs to
+/// its rim and to its centre.
+fn region_of(k: usize, l: usize) -> (bool, bool) {
+    let n = SAMPLES_PER_SIDE;
+    let rim = k < RIM || l < RIM || k >= n - RIM || l >= n - RIM;
+    let centre = (CENTRE_LO..CENTRE_HI).contains(&k) && (CENTRE_LO..CENTRE_HI).contains(&l);
+    (rim, centre)
+}
+
 /// Raw samples of one cell.
 fn sample_cell(img: &RgbImage, loc: &BoardLocation, c: usize, r: usize) -> Vec<Sample> {
     let n = SAMPLES_PER_SIDE;
@@ -211,8 +220,7 @@ fn sample_cell(img: &RgbImage, loc: &BoardLocation, c: usize, r: usize) -> Vec<S
             let Some(rgb) = img.sample(p[0], p[1]) else {
                 continue;
             };
-            let rim = k < RIM || l < RIM || k >= n - RIM || l >= n - RIM;
-            let centre = (CENTRE_LO..CENTRE_HI).contains(&k) && (CENTRE_LO..CENTRE_HI).contains(&l);
+            let (rim, centre) = region_of(k, l);
             out.push(Sample {
                 g,
                 kl: [k as u8, l as u8],
@@ -518,8 +526,8 @@ fn features_of(samples: &[Sample], is_light: bool, colours: &BoardColours) -> Ce
     let centre_med = channel_median(&centre);
     let local = dist(centre_med, own_ref) / contrast;
     // Local reference: the median of the cell's own rim, which follows
-    // lighting gradients across the board.
-    // Each centre sample's distance from the cell's own rim colour.
+    // lighting gradients across the board; each centre sample's distance
+    // from it serves both own-rim fractions.
     let own_devs: Vec<f32> = centre
         .iter()
         .map(|p| dist(*p, own_ref) / contrast)
@@ -1096,12 +1104,12 @@ mod tests {
         let mut out = Vec::new();
         for l in 0..n {
             for k in 0..n {
+                let (rim, centre) = region_of(k, l);
                 out.push(Sample {
                     g: [(k as f64 + 0.5) / n as f64, (l as f64 + 0.5) / n as f64],
                     kl: [k as u8, l as u8],
-                    rim: k < RIM || l < RIM || k >= n - RIM || l >= n - RIM,
-                    centre: (CENTRE_LO..CENTRE_HI).contains(&k)
-                        && (CENTRE_LO..CENTRE_HI).contains(&l),
+                    rim,
+                    centre,
                     rgb: rgb(k, l),
                 });
             }
