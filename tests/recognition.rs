@@ -4,7 +4,8 @@
 use chessbot::game::{parse_move, position_from_fen, uci_of};
 use chessbot::recognition::change::Fit;
 use chessbot::recognition::scoring::{
-    board_after, resync, resync_boards, score, BoardObs, ChangeFit, Occupant, SquareObs, Verdict,
+    board_after, by_look, resync, resync_boards, score, BoardObs, ChangeFit, LookChange, Occupant,
+    SquareObs, Verdict,
 };
 use chessbot::recognition::tracker::{TrackEvent, Tracker, TrackerConfig, MAX_VISITS_PER_PLY};
 use proptest::prelude::*;
@@ -233,6 +234,64 @@ fn moves_the_squares_cannot_tell_apart_are_told_by_the_change_in_the_picture() {
             Verdict::Uncertain,
             "{bd7} {nd7} {qd7} {kd7:?}"
         );
+    }
+}
+
+#[test]
+fn castling_is_told_from_a_king_step_by_how_the_squares_look_against_the_photo_before() {
+    // Green vinyl IMG_4767 -> IMG_4768 in small: after O-O the rook on f1
+    // stands in a shadow and reads Black, and h1, empty now, has a logo
+    // printed on it that reads White. O-O (f1's colour, h1's logo) and Kf1
+    // (f1's colour, g1's king) explain the squares alike.
+    let pos = after(&Chess::default(), "e4 e5 Nf3 Nc6 Bc4 Bc5");
+    let castled = after(&pos, "O-O");
+    let mut obs = obs_of(&castled);
+    obs.set(Square::F1, SquareObs::certain(Occupant::Black));
+    obs.set(Square::H1, SquareObs::certain(Occupant::White));
+    let scored = score(&pos, &obs);
+    assert_eq!(scored.verdict, Verdict::Uncertain);
+    let looks_with = |changed: &[Square], unknown: &[Square]| -> [LookChange; 64] {
+        std::array::from_fn(|i| {
+            let sq = Square::new(i as u32);
+            if changed.contains(&sq) {
+                LookChange::Changed
+            } else if unknown.contains(&sq) {
+                LookChange::Unknown
+            } else {
+                LookChange::Same
+            }
+        })
+    };
+    use Square::*;
+    // King and rook gone from e1 and h1, rook and king on f1 and g1: the
+    // four squares look changed, the rest as before.
+    match by_look(&pos, &scored, &obs, &looks_with(&[E1, F1, G1, H1], &[])) {
+        Some(Verdict::Move { mv, confidence, .. }) => {
+            assert_eq!(uci_of(mv), "e1g1");
+            assert!(confidence > 0.99, "{confidence}");
+        }
+        v => panic!("expected O-O, got {v:?}"),
+    }
+    // One square that tells them apart is not enough (a piece leaning in
+    // from a moved camera changes a look too); nor is a look unknown.
+    for (changed, unknown) in [
+        (&[E1, F1, G1][..], &[H1][..]),
+        (&[E1, F1, H1][..], &[][..]),
+        (&[E1, F1][..], &[G1, H1][..]),
+    ] {
+        assert_eq!(
+            by_look(&pos, &scored, &obs, &looks_with(changed, unknown)),
+            None,
+            "{changed:?} {unknown:?}"
+        );
+    }
+    // Nothing looks changed: no move is taken from the looks (a move never
+    // leaves the squares it changes as they were).
+    assert_eq!(by_look(&pos, &scored, &obs, &looks_with(&[], &[])), None);
+    // The king's step, where g1 and h1 look as before: Kf1.
+    match by_look(&pos, &scored, &obs, &looks_with(&[E1, F1], &[])) {
+        Some(Verdict::Move { mv, .. }) => assert_eq!(uci_of(mv), "e1f1"),
+        v => panic!("expected Kf1, got {v:?}"),
     }
 }
 

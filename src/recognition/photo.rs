@@ -8,7 +8,9 @@
 
 use shakmaty::{Board, Chess, Position};
 
-use super::scoring::{score, BoardObs, Disagreement, Scored, SquareObs, Verdict, DECIDE_POSTERIOR};
+use super::scoring::{
+    by_look, score, BoardObs, Disagreement, Scored, SquareObs, Verdict, DECIDE_POSTERIOR,
+};
 use super::RecognitionError;
 use crate::vision::image::RgbImage;
 use crate::vision::locate::BoardLocation;
@@ -153,6 +155,12 @@ pub fn recognize_photo(
     )?;
     let obs = obs_of_reading(&reading);
     let mut scored = score(pos, &obs);
+    // A close call: which squares look as they did in the photo before.
+    if let (Verdict::Uncertain, Some(looks)) = (&scored.verdict, &reading.looks) {
+        if let Some(v) = by_look(pos, &scored, &obs, looks) {
+            scored.verdict = v;
+        }
+    }
     let disagreeing = obs.disagreements(pos.board());
     let mut residual = Vec::new();
     if let (Verdict::Unexplained { .. }, Some(best)) = (&scored.verdict, scored.hypotheses.first())

@@ -595,14 +595,108 @@ fn pick_by_change(obs: &BoardObs, before: &Board, boards: &[Board]) -> Option<us
     if best.cost > FIT_COST || !clear {
         return None;
     }
-    let board = &boards[k];
+    agrees_but_where_changed(obs, before, &boards[k]).then_some(k)
+}
+
+/// Whether the squares agree with `board`, a board chosen by what changed
+/// in the picture: except where it changed the position `before` (a piece
+/// it puts down must read occupied, or be hidden or seen one square on:
+/// [`unseen_arrival`]) and where the picture did not change
+/// ([`BoardObs::unchanged`]), the rest is as [`excusable`] as ever.
+fn agrees_but_where_changed(obs: &BoardObs, before: &Board, board: &Board) -> bool {
     let mut disagreeing = obs.disagreements(board);
     disagreeing.retain(|d| {
         let moved_here = board.piece_at(d.square) != before.piece_at(d.square);
         let excused = moved_here && (d.seen != Occupant::Empty || unseen_arrival(obs, board, d));
         !excused && !obs.unchanged.contains(d.square)
     });
-    excusable(obs, &disagreeing, board).then_some(k)
+    excusable(obs, &disagreeing, board)
+}
+
+/// How a square looks in a photo against a photo of the position before
+/// (each read on its own: a hand-held camera moves between them), from
+/// the calibrated model's own looks ([`crate::vision::squares::LookChange`]).
+pub use crate::vision::squares::LookChange;
+
+/// Least lead, in squares, of the board chosen by [`pick_by_look`] over
+/// every other contender: one square can be a look changed by a piece
+/// leaning in differently from the moved camera (of the squares whose
+/// occupant stayed between consecutive green vinyl photos, 2-3 % changed
+/// their look by more than [`crate::vision::squares::LOOK_CHANGED`]), two
+/// together on the squares that tell the contenders apart are news.
+pub const LOOK_MARGIN: usize = 2;
+
+/// Of close contenders (`boards`, the position `before` among them when
+/// "nothing changed" is one), the one whose changes agree with how the
+/// squares' looks changed between the photo before and this one: it
+/// counts a square it changes that looks as before, and a square it
+/// leaves that clearly looks different. The chosen board must count at
+/// least [`LOOK_MARGIN`] fewer than every other, none of the first kind,
+/// and the squares must
+/// agree with it as with a board chosen by the change in the picture
+/// ([`agrees_but_where_changed`], with the squares that look as before as
+/// the unchanged ones). `None` when no board is clearly best.
+pub fn pick_by_look(
+    obs: &BoardObs,
+    before: &Board,
+    boards: &[Board],
+    looks: &[LookChange; 64],
+) -> Option<usize> {
+    // [squares it changes that look as before, squares it leaves that look changed]
+    let counts = |board: &Board| {
+        Square::ALL
+            .iter()
+            .fold([0usize; 2], |[same, changed], &sq| {
+                let changes = board.piece_at(sq) != before.piece_at(sq);
+                match looks[sq as usize] {
+                    LookChange::Same if changes => [same + 1, changed],
+                    LookChange::Changed if !changes => [same, changed + 1],
+                    _ => [same, changed],
+                }
+            })
+    };
+    let costs: Vec<[usize; 2]> = boards.iter().map(counts).collect();
+    let (k, best) = costs.iter().enumerate().min_by_key(|(_, c)| c[0] + c[1])?;
+    let total = |c: &[usize; 2]| c[0] + c[1];
+    let clear = costs
+        .iter()
+        .enumerate()
+        .all(|(j, c)| j == k || total(c) >= total(best) + LOOK_MARGIN);
+    // A move never leaves a square it changes looking as it did.
+    if !clear || best[0] > 0 {
+        return None;
+    }
+    let mut obs = obs.clone();
+    obs.unchanged = Square::ALL
+        .iter()
+        .filter(|&&sq| looks[sq as usize] == LookChange::Same)
+        .fold(Bitboard::EMPTY, |b, &sq| b | Bitboard::from(sq));
+    agrees_but_where_changed(&obs, before, &boards[k]).then_some(k)
+}
+
+/// A close call between moves (and "nothing changed") that the squares'
+/// looks against the photo before settle ([`pick_by_look`]): the
+/// contenders are the hypotheses within [`RESYNC_MARGIN`] of the best, and
+/// the verdict's confidence is their posterior mass.
+pub fn by_look(
+    pos: &Chess,
+    scored: &Scored,
+    obs: &BoardObs,
+    looks: &[LookChange; 64],
+) -> Option<Verdict> {
+    let best = scored.hypotheses.first()?.log_likelihood;
+    let contenders: Vec<&Hypothesis> = scored
+        .hypotheses
+        .iter()
+        .take_while(|h| h.log_likelihood >= best - RESYNC_MARGIN)
+        .collect();
+    let boards: Vec<Board> = contenders.iter().map(|h| board_after(pos, h.mv)).collect();
+    let k = pick_by_look(obs, pos.board(), &boards, looks)?;
+    let confidence = contenders.iter().map(|h| h.posterior).sum();
+    Some(match contenders[k].mv {
+        Some(mv) => Verdict::of_move(pos, obs, mv, confidence),
+        None => Verdict::NoChange { confidence },
+    })
 }
 
 /// Whether a piece that `board` has on the square `d` reads empty there

@@ -39,6 +39,11 @@ pub struct FrameReading {
     pub location: BoardLocation,
     /// `true` when the tracked location was reused.
     pub tracked: bool,
+    /// By square (a1 = 0): how each looks against the calibrated model's
+    /// reference ([`squares::CalibratedModel::look_changes`]); `None`
+    /// when read without a model.
+    #[serde(skip)]
+    pub looks: Option<[squares::LookChange; 64]>,
 }
 
 /// Minimum light/dark alternation (fraction of the full-board value) for a
@@ -123,6 +128,10 @@ pub fn read_frame(img: &RgbImage, opts: &ReadOptions) -> Result<FrameReading, Vi
     let orientation = orientation::decide(&probs, &light, opts.white_at);
     let mut reading = squares::reading_from_cells(&probs, orientation.white_at);
     squares::mark_hidden(&mut reading, &cells, orientation.white_at);
+    let looks = opts
+        .model
+        .as_ref()
+        .and_then(|m| squares::by_square(&m.look_changes(&cells), orientation.white_at));
     let idx = orientation.white_at.corner_indices();
     let corners = idx.map(|k| location.corners[k]);
     Ok(FrameReading {
@@ -131,6 +140,7 @@ pub fn read_frame(img: &RgbImage, opts: &ReadOptions) -> Result<FrameReading, Vi
         reading,
         location,
         tracked,
+        looks,
     })
 }
 

@@ -772,6 +772,28 @@ const PRODUCT_FLOOR: f32 = 1e-6;
 /// webcam sets read the same at each.
 const UNCHANGED_LOOK: f32 = 0.1;
 
+/// A cell whose model features differ from its own look in the reference
+/// by more than this has clearly changed ([`LookChange::Changed`]; within
+/// [`UNCHANGED_LOOK`] it looks the same). Consecutive green vinyl photos
+/// (hand-held phone), largest difference of the fraction, the centre
+/// distance and (measured in both) the piece luma: cells whose occupant
+/// stayed 0.008 median, 0.094 at the 90th percentile, 0.17 at the 95th,
+/// 0.56 at the 99th; cells whose occupant changed 0.34 at the 5th
+/// percentile, 0.83 median (webcam video frames: 0.026 / 0.093 / 0.17 /
+/// 0.79 and 0.23 / 1.4).
+pub const LOOK_CHANGED: f32 = 0.3;
+
+/// How a cell looks against its own look in the reference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum LookChange {
+    /// Within [`UNCHANGED_LOOK`] in every model feature.
+    Same,
+    /// More than [`LOOK_CHANGED`] off in one.
+    Changed,
+    /// In between, hidden, or no own look to compare with.
+    Unknown,
+}
+
 /// Spread (standard deviation, fractions and normalised luma) of a cell's
 /// model features around its own look in the reference while its occupant
 /// stays: consecutive green vinyl photos (hand-held phone), occupied cells
@@ -859,6 +881,38 @@ impl CalibratedModel {
             .map(|(c, t)| (!c.hidden).then_some((c.light, *t, c.f)))
             .collect();
         Ok(CalibratedModel { classes, own_look })
+    }
+
+    /// How each cell (grid order) looks against its own look in the
+    /// reference: the largest difference over the model's features, the
+    /// piece luma only where both measured it ([`MIN_FRAC_FOR_LUMA`]).
+    /// All unknown without own looks ([`CalibratedModel::classes_only`]).
+    pub fn look_changes(&self, cells: &[CellFeatures]) -> Vec<LookChange> {
+        cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let Some((light, _, own)) = self.own_look.get(i).and_then(Option::as_ref) else {
+                    return LookChange::Unknown;
+                };
+                if *light != c.light || c.hidden {
+                    return LookChange::Unknown;
+                }
+                let luma_measured = c.f[F_FRAC_LOCAL].min(own[F_FRAC_LOCAL]) >= MIN_FRAC_FOR_LUMA;
+                let diff = MODEL_FEATURES
+                    .iter()
+                    .filter(|&&f| f != F_LUMA_LOCAL || luma_measured)
+                    .map(|&f| (c.f[f] - own[f]).abs())
+                    .fold(0.0f32, f32::max);
+                if diff <= UNCHANGED_LOOK {
+                    LookChange::Same
+                } else if diff > LOOK_CHANGED {
+                    LookChange::Changed
+                } else {
+                    LookChange::Unknown
+                }
+            })
+            .collect()
     }
 
     /// The model without the cells' own looks: the class likelihoods only.
@@ -984,6 +1038,21 @@ pub fn reading_from_cells(probs: &[[f32; 3]], side: Side) -> Reading {
         }
     }
     Reading { squares }
+}
+
+/// Per-cell values (grid order) by square (a1 = 0) for a side.
+pub fn by_square<T: Copy>(cells: &[T], side: Side) -> Option<[T; 64]> {
+    let first = *cells.first()?;
+    if cells.len() != 64 {
+        return None;
+    }
+    let mut out = [first; 64];
+    for r in 0..8 {
+        for c in 0..8 {
+            out[side.square_of_cell(c, r)] = cells[c + 8 * r];
+        }
+    }
+    Some(out)
 }
 
 /// Marks the squares whose cells are hidden behind nearer pieces.
@@ -1324,6 +1393,34 @@ mod tests {
         // By the classes alone the pawn reads as the white piece it resembles.
         let classes = model.classes_only().classify(&later);
         assert_eq!(state(classes[50]), Occupant::White, "{:?}", classes[50]);
+    }
+
+    #[test]
+    fn looks_against_the_reference_are_same_changed_or_unknown() {
+        let (cells, truth) = reference(|i, light| match i {
+            _ if i < 16 => (cell(light, 0.5, 0.9), Occupant::White),
+            _ if i >= 48 => (cell(light, 0.6, 0.1), Occupant::Black),
+            _ => (cell(light, 0.01, 0.5), Occupant::Empty),
+        });
+        let model = CalibratedModel::fit(&cells, &truth).unwrap();
+        let mut later = cells.clone();
+        later[0] = cell(true, 0.55, 0.85); // a white piece a little off
+        later[20] = cell(true, 0.5, 0.9); // a piece on an empty cell
+        later[21] = cell(false, 0.2, 0.5); // a fifth of the centre differs
+        later[22].hidden = true;
+        later[23] = cell(true, 0.01, 0.5); // a light cell where a dark one was
+        later[48] = cell(true, 0.6, 0.1 + 2.0 * LOOK_CHANGED); // a white piece for a black one
+        let looks = model.look_changes(&later);
+        assert_eq!(looks[0], LookChange::Same);
+        assert_eq!(looks[1], LookChange::Same);
+        assert_eq!(looks[20], LookChange::Changed);
+        assert_eq!(looks[21], LookChange::Unknown);
+        assert_eq!(looks[22], LookChange::Unknown);
+        assert_eq!(looks[23], LookChange::Unknown);
+        assert_eq!(looks[48], LookChange::Changed);
+        // Without own looks nothing is known.
+        let classes = model.classes_only().look_changes(&later);
+        assert!(classes.iter().all(|l| *l == LookChange::Unknown));
     }
 
     #[test]
