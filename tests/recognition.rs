@@ -905,6 +905,49 @@ fn a_quick_reply_to_an_unseen_move_is_resynced_before_the_next_hand() {
 }
 
 #[test]
+fn against_the_robot_a_lost_track_holds_no_move_the_robot_did_not_make() {
+    // The robot (White) plays Nf3 and it is verified; the board then
+    // shows Black's Nc6 and a White Bc4 the robot never made: the person
+    // played both (or the squares are misread), and only a person can say.
+    // The same board without a robot is two missed plies.
+    let start = after(&Chess::default(), "e4 e5");
+    let robot_played = after(&start, "Nf3");
+    let later = after(&robot_played, "Nc6 Bc4");
+    let run = |robot: bool| {
+        let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+        let mut t = 0;
+        let mut ev = Vec::new();
+        if robot {
+            tr.expect_robot_move(parse_move(&start, "Nf3").unwrap());
+        }
+        ev.extend(feed(&mut tr, &mut t, &obs_of(&start), 10, true));
+        ev.extend(feed(&mut tr, &mut t, &obs_of(&robot_played), 30, false));
+        ev.extend(feed(&mut tr, &mut t, &obs_of(&robot_played), 5, true));
+        ev.extend(feed(&mut tr, &mut t, &obs_of(&later), 60, false));
+        ev
+    };
+    let ev = run(true);
+    assert!(
+        matches!(
+            ev.as_slice(),
+            [
+                TrackEvent::RobotMoveVerified { .. },
+                TrackEvent::Unexplained { .. }
+            ]
+        ),
+        "{ev:?}"
+    );
+    let ev = run(false);
+    assert!(
+        matches!(
+            ev.as_slice(),
+            [TrackEvent::Move { .. }, TrackEvent::Resynced { moves, .. }] if moves.len() == 2
+        ),
+        "{ev:?}"
+    );
+}
+
+#[test]
 fn a_lost_track_with_more_hand_visits_than_the_search_covers_is_asked() {
     // Two plies missed, but the hand came and went more often than four
     // plies can account for: the true line may be longer than the search

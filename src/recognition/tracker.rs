@@ -11,7 +11,7 @@
 //!
 //! The tracker never reads a clock: time comes with each frame.
 
-use shakmaty::{Board, Chess, Move, Position};
+use shakmaty::{Board, Chess, Color, Move, Position};
 
 use super::scoring::{resync, score, BoardObs, Disagreement, Verdict};
 
@@ -119,6 +119,11 @@ pub struct Tracker {
     pos: Chess,
     /// The move the robot is about to play and the position it leaves.
     robot_target: Option<(Move, Chess)>,
+    /// The colour the robot plays, once it has been asked to move: the
+    /// service moves the arm only after the person's reply is committed,
+    /// so a missed stretch of the game holds no move of that colour (see
+    /// [`Tracker::resync_plies`]).
+    robot_colour: Option<Color>,
     key: Option<ReadKey>,
     count: usize,
     since_ms: u64,
@@ -175,6 +180,7 @@ impl Tracker {
             cfg,
             pos,
             robot_target: None,
+            robot_colour: None,
             key: None,
             count: 0,
             since_ms: 0,
@@ -208,6 +214,7 @@ impl Tracker {
 
     /// The robot is about to play `mv`: the next settled board should show it.
     pub fn expect_robot_move(&mut self, mv: Move) {
+        self.robot_colour = Some(self.pos.turn());
         let mut after = self.pos.clone();
         after.play_unchecked(mv);
         self.robot_target = Some((mv, after));
@@ -362,13 +369,14 @@ impl Tracker {
                 // (A board whose misread squares flicker never holds that
                 // long: it is searched once it is due to be reported.)
                 let due = !self.reported_unexplained && held_ms >= self.cfg.unexplained_after_ms;
-                let searchable = self.hand_visits <= MAX_VISITS_PER_PLY * self.cfg.max_resync_plies;
+                let plies = self.resync_plies();
+                let searchable = plies > 0 && self.hand_visits <= MAX_VISITS_PER_PLY * plies;
                 if self.resync_tried.as_ref() != Some(&disagreeing)
                     && (stable_ms >= self.cfg.settle_ms || due)
                     && searchable
                 {
                     self.resync_tried = Some(disagreeing.clone());
-                    if let Some(mut r) = resync(&self.pos, obs, self.cfg.max_resync_plies) {
+                    if let Some(mut r) = resync(&self.pos, obs, plies) {
                         r.moves = self.best_order(r.moves, &r.alternatives);
                         for m in &r.moves {
                             self.pos.play_unchecked(*m);
@@ -394,6 +402,22 @@ impl Tracker {
                 Some(TrackEvent::Unexplained { disagreeing, t_ms })
             }
             _ => None,
+        }
+    }
+
+    /// Longest line of missed moves a lost-track search may find. Against
+    /// the robot, only the person's one reply: the robot's moves are
+    /// expected, never missed (the service commands the next only once
+    /// the person's reply is committed, and asks the person when it is
+    /// not). Seed-31 bench, wooden/angled, robot White (game seed 34,
+    /// played to 11 plies): the person's `...a6` misread, a four-ply line
+    /// with two White moves the robot never made, `Rg8 h5 g6 hxg6`, was
+    /// resynced.
+    fn resync_plies(&self) -> usize {
+        match self.robot_colour {
+            Some(c) if c == self.pos.turn() => 0,
+            Some(_) => 1,
+            None => self.cfg.max_resync_plies,
         }
     }
 
