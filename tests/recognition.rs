@@ -948,6 +948,50 @@ fn against_the_robot_a_lost_track_holds_no_move_the_robot_did_not_make() {
 }
 
 #[test]
+fn a_resync_keeps_the_turn_the_frames_show() {
+    // Seed-31 wooden/low game in small: after 1. e4 g5 White plays h3 and
+    // Black e5, read with phantoms on h2 and f6 (unexplained, nothing
+    // resynced); then White plays h4. `h4 e5` reaches the same board as
+    // `h3 e5 h4` with White to move; the frames in between showed h3.
+    let start = after(&Chess::default(), "e4 g5");
+    let middle = after(&start, "h3 e5");
+    let mut misread = obs_of(&middle);
+    misread.set(Square::H2, SquareObs::certain(Occupant::White));
+    misread.set(Square::F6, SquareObs::certain(Occupant::White));
+    let end = after(&middle, "h4");
+    let run = |middle_frames: usize| {
+        let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+        let mut t = 0;
+        let mut ev = feed(&mut tr, &mut t, &obs_of(&start), 10, true);
+        ev.extend(feed(&mut tr, &mut t, &misread, middle_frames, false));
+        ev.extend(feed(&mut tr, &mut t, &obs_of(&start), 10, true));
+        ev.extend(feed(&mut tr, &mut t, &obs_of(&end), 30, false));
+        (ev, tr.position().clone())
+    };
+    let (ev, pos) = run(60);
+    let resynced: Vec<String> = ev
+        .iter()
+        .filter_map(|e| match e {
+            TrackEvent::Resynced { moves, .. } => {
+                Some(moves.iter().map(|m| uci_of(*m)).collect::<Vec<_>>())
+            }
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(resynced, ["h2h3", "e7e5", "h3h4"], "{ev:?}");
+    assert_eq!(pos.turn(), shakmaty::Color::Black);
+    assert_eq!(pos.board(), end.board());
+    // Never seen in between: the shortest line.
+    let (ev, pos) = run(0);
+    assert!(
+        matches!(ev.as_slice(), [TrackEvent::Resynced { moves, .. }] if moves.len() == 2),
+        "{ev:?}"
+    );
+    assert_eq!(pos.turn(), shakmaty::Color::White);
+}
+
+#[test]
 fn a_lost_track_with_more_hand_visits_than_the_search_covers_is_asked() {
     // Two plies missed, but the hand came and went more often than four
     // plies can account for: the true line may be longer than the search

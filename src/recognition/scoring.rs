@@ -784,8 +784,10 @@ pub struct Resync {
     pub log_likelihood: f64,
     /// Margin in log-likelihood over the next best distinct sequence end.
     pub margin: f64,
-    /// Other orders of moves that reach the same board (the final
-    /// observation cannot tell them apart; earlier frames can).
+    /// Other lines of moves that reach the same board, of any length (the
+    /// final observation cannot tell them apart; earlier frames can): a
+    /// line one ply longer reaches the same board with the other side to
+    /// move (`h3 e5 h4` beside `h4 e5`).
     pub alternatives: Vec<Vec<Move>>,
 }
 
@@ -981,7 +983,6 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
     // Shortest explanation first.
     orders.sort_by_key(|l| l.len());
     let moves = orders.remove(0);
-    orders.retain(|l| l.len() == moves.len());
     Some(Resync {
         moves,
         log_likelihood: best.log_likelihood,

@@ -160,6 +160,18 @@ pub struct Tracker {
 /// short of a reply being thought over and played.
 pub const AMEND_WINDOW_MS: u64 = 8000;
 
+/// Least log-likelihood, summed over the frames since the last decision,
+/// by which a resync line of another length than the shortest must
+/// explain them better to be taken: about three frames' worth of one
+/// confidently read square ([`super::scoring::MIN_SQUARE_PROB`]: 6.9 each).
+/// A line one ply longer reaches the same board with the other side to
+/// move, and taking the shorter by default turned the game's parity:
+/// seed-31 bench, wooden/low (game seed 37): `h3 e5` stood unexplained
+/// for 2 s (h2 and f6 misread), then `h4` was played and `h4 e5` was
+/// resynced, and later `Rh2`, a White move never made, to set the turn
+/// right.
+pub const LINE_LENGTH_MARGIN: f64 = 20.0;
+
 /// Observations kept for ordering a resync: ten seconds at 30 fps.
 const HISTORY_FRAMES: usize = 300;
 
@@ -421,8 +433,11 @@ impl Tracker {
         }
     }
 
-    /// Of several orders of the same moves, the one whose intermediate
-    /// positions best explain the frames seen since the last decision.
+    /// Of several lines to the same board (`first` the shortest), the one
+    /// whose intermediate positions best explain the frames seen since the
+    /// last decision; a line of another length only when it explains them
+    /// better by [`LINE_LENGTH_MARGIN`] (more intermediate boards explain
+    /// more frames by chance).
     fn best_order(&self, first: Vec<Move>, others: &[Vec<Move>]) -> Vec<Move> {
         let fit = |line: &Vec<Move>| -> f64 {
             let mut boards = vec![self.pos.board().clone()];
@@ -441,14 +456,22 @@ impl Tracker {
                 })
                 .sum()
         };
+        let n = first.len();
         let mut best = (fit(&first), first);
-        for line in others {
+        for line in others.iter().filter(|l| l.len() == n) {
             let f = fit(line);
             if f > best.0 {
                 best = (f, line.clone());
             }
         }
-        best.1
+        let mut other_length: Option<(f64, Vec<Move>)> = None;
+        for line in others.iter().filter(|l| l.len() != n) {
+            let f = fit(line);
+            if f >= best.0 + LINE_LENGTH_MARGIN && other_length.as_ref().is_none_or(|o| f > o.0) {
+                other_length = Some((f, line.clone()));
+            }
+        }
+        other_length.map_or(best.1, |o| o.1)
     }
 
     fn push_robot(
