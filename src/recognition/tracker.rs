@@ -425,7 +425,7 @@ impl Tracker {
     /// played to 11 plies): the person's `...a6` misread, a four-ply line
     /// with two White moves the robot never made, `Rg8 h5 g6 hxg6`, was
     /// resynced.
-    fn resync_plies(&self) -> usize {
+    pub fn resync_plies(&self) -> usize {
         match self.robot_colour {
             Some(c) if c == self.pos.turn() => 0,
             Some(_) => 1,

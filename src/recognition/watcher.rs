@@ -419,8 +419,9 @@ impl BoardWatcher {
             }
             let mut extra = Vec::new();
             if matches!(sc.verdict, super::Verdict::Unexplained { .. }) {
-                let plies = self.cfg.tracker.max_resync_plies;
-                extra = super::scoring::resync_boards(pos, obs, plies);
+                // The lines the tracker will search (against the robot,
+                // the person's one reply).
+                extra = super::scoring::resync_boards(pos, obs, self.tracker.resync_plies());
             }
             // The position before ("nothing changed") is always measured:
             // a lone move is told from it by the samples where they differ.
