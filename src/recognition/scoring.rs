@@ -655,9 +655,9 @@ pub fn pick_by_look(
                 }
             })
     };
-    let costs: Vec<[usize; 2]> = boards.iter().map(counts).collect();
-    let (k, best) = costs.iter().enumerate().min_by_key(|(_, c)| c[0] + c[1])?;
     let total = |c: &[usize; 2]| c[0] + c[1];
+    let costs: Vec<[usize; 2]> = boards.iter().map(counts).collect();
+    let (k, best) = costs.iter().enumerate().min_by_key(|(_, c)| total(c))?;
     let clear = costs
         .iter()
         .enumerate()

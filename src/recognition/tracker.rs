@@ -428,7 +428,7 @@ impl Tracker {
     pub fn resync_plies(&self) -> usize {
         match self.robot_colour {
             Some(c) if c == self.pos.turn() => 0,
-            Some(_) => 1,
+            Some(_) => self.cfg.max_resync_plies.min(1),
             None => self.cfg.max_resync_plies,
         }
     }
