@@ -443,6 +443,9 @@ impl BoardWatcher {
                     .collect();
                 obs.unchanged =
                     super::change::unchanged_squares(&r.image, image, &view, side, &board);
+                if tracing::enabled!(tracing::Level::DEBUG) {
+                    trace_close_call(self.last_t_ms.unwrap_or(0), &sc, &board, obs);
+                }
             }
         }
         // "Nothing changed" explains this frame well (at low views often
@@ -572,7 +575,48 @@ impl BoardWatcher {
     }
 }
 
-/// The observations of a reading with the covered squares marked.
+/// Logs (at debug level, `RUST_LOG=chessbot::recognition=debug`) what a
+/// close call weighed: the best hypotheses by the squares, each measured
+/// board's fit to the change in the picture (named by the squares it
+/// changes), and the squares whose picture changed. This is how the
+/// held-out bench's stalls and wrong commits are traced.
+fn trace_close_call(t_ms: u64, sc: &super::scoring::Scored, before: &Board, obs: &BoardObs) {
+    let hypotheses: Vec<String> = sc
+        .hypotheses
+        .iter()
+        .take(6)
+        .map(|h| {
+            let mv = h.mv.map_or("none".to_string(), crate::game::uci_of);
+            format!("{mv} {:.2} ({:.3})", h.log_likelihood, h.posterior)
+        })
+        .collect();
+    let changes: Vec<String> = obs
+        .change
+        .iter()
+        .map(|c| {
+            let squares: Vec<String> = Square::ALL
+                .into_iter()
+                .filter(|s| c.board.piece_at(*s) != before.piece_at(*s))
+                .map(|s| s.to_string())
+                .collect();
+            format!("[{}] {:.3}", squares.join(" "), c.fit.cost)
+        })
+        .collect();
+    let moved: Vec<String> = Square::ALL
+        .into_iter()
+        .filter(|s| !obs.unchanged.contains(*s))
+        .map(|s| s.to_string())
+        .collect();
+    tracing::debug!(
+        t_ms,
+        verdict = ?sc.verdict,
+        hypotheses = %hypotheses.join(", "),
+        change = %changes.join(", "),
+        picture_changed = %moved.join(" "),
+        "close call"
+    );
+}
+
 /// Per square (a1 = 0), the squares whose piece can make it look occupied
 /// ([`SquareObs::bleed_from`]), from the camera pose estimated from the
 /// board's `location` seen with White at `side`; `None` when the pose
