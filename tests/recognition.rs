@@ -1195,3 +1195,61 @@ fn an_illegal_move_shown_is_not_explained_by_a_line_that_misfits_as_much() {
     let r = resync(&pos, &obs_of(&line), 4).expect("a clear three-move line");
     assert_eq!(board_after_line(&pos, &r.moves), *line.board());
 }
+
+/// Held-out seed 31, printed board, low camera: `Nxg2+ Bxg2` played
+/// unseen, f1 still reading White after the bishop left (a neighbour
+/// leaning into it). Only e3 reads changed.
+fn knight_takes_and_bishop_retakes_unseen() -> (Chess, Chess, BoardObs) {
+    let pos = position_from_fen("4k3/8/8/8/8/4n3/6P1/4KB1R b - - 0 1").unwrap();
+    let line = after(&pos, "Nxg2+ Bxg2");
+    let mut seen = obs_of(&line);
+    seen.squares[Square::F1 as usize] = SquareObs::certain(Occupant::White);
+    (pos, line, seen)
+}
+
+#[test]
+fn a_piece_lifted_off_a_square_that_still_reads_occupied_is_searched_where_the_picture_changed() {
+    let (pos, line, mut seen) = knight_takes_and_bishop_retakes_unseen();
+    // `Bxg2` goes from f1 to g2, both reading White as before: not searched.
+    assert!(!resync_boards(&pos, &seen, 4).contains(line.board()));
+    // The picture shows where something moved: e3, f1 and g2.
+    seen.changed_in_picture = Bitboard::from(Square::E3) | Square::F1 | Square::G2;
+    assert!(resync_boards(&pos, &seen, 4).contains(line.board()));
+}
+
+#[test]
+fn a_move_the_picture_picks_must_also_beat_the_measured_lines_of_missed_moves() {
+    let (pos, line, seen) = knight_takes_and_bishop_retakes_unseen();
+    // Every one-ply hypothesis measured: `Nxf1` fits the picture (the
+    // bishop's silhouette left f1), the rest do not.
+    let mut measured = seen.clone();
+    measured.change = pos
+        .legal_moves()
+        .into_iter()
+        .map(Some)
+        .chain([None])
+        .map(|mv| ChangeFit {
+            board: board_after(&pos, mv),
+            fit: Fit::of_cost(if mv.map(uci_of).as_deref() == Some("e3f1") {
+                0.05
+            } else {
+                0.5
+            }),
+        })
+        .collect();
+    assert_eq!(verdict_move(&pos, &measured), "e3f1");
+    // The missed line fits the picture as well: no move is taken.
+    let mut tied = measured.clone();
+    tied.change.push(ChangeFit {
+        board: line.board().clone(),
+        fit: Fit::of_cost(0.05),
+    });
+    assert!(!matches!(score(&pos, &tied).verdict, Verdict::Move { .. }));
+    // Clearly worse, it does not hold the move up.
+    let mut worse = measured;
+    worse.change.push(ChangeFit {
+        board: line.board().clone(),
+        fit: Fit::of_cost(0.45),
+    });
+    assert_eq!(verdict_move(&pos, &worse), "e3f1");
+}

@@ -149,6 +149,11 @@ pub struct BoardObs {
     /// Squares whose picture has not changed since that frame
     /// ([`super::change::unchanged_squares`]); empty when not measured.
     pub unchanged: Bitboard,
+    /// Squares whose picture changed since that frame, measured on a
+    /// board no move explains so that the lost-track search may move a
+    /// piece off a square that still reads occupied; empty when not
+    /// measured.
+    pub changed_in_picture: Bitboard,
 }
 
 /// One hypothetical board's fit to the change in the picture.
@@ -164,6 +169,7 @@ impl BoardObs {
             squares,
             change: Vec::new(),
             unchanged: Bitboard::EMPTY,
+            changed_in_picture: Bitboard::EMPTY,
         }
     }
 
@@ -514,9 +520,18 @@ fn by_change(pos: &Chess, obs: &BoardObs, hypotheses: &[Hypothesis]) -> Option<(
         .iter()
         .take_while(|h| h.log_likelihood >= best - RESYNC_MARGIN)
         .collect();
-    let boards: Vec<Board> = contenders.iter().map(|h| board_after(pos, h.mv)).collect();
+    let mut boards: Vec<Board> = contenders.iter().map(|h| board_after(pos, h.mv)).collect();
+    // Lines of missed moves measured on a board no move explains are
+    // rivals too: the move must beat them, and is not taken when one of
+    // them fits best (the tracker's lost-track search decides that).
+    let one_ply: Vec<Board> = hypotheses.iter().map(|h| board_after(pos, h.mv)).collect();
+    for c in &obs.change {
+        if !one_ply.contains(&c.board) && !boards.contains(&c.board) {
+            boards.push(c.board.clone());
+        }
+    }
     let k = pick_by_change(obs, pos.board(), &boards)?;
-    let mv = contenders[k].mv?;
+    let mv = contenders.get(k)?.mv?;
     Some((mv, contenders.iter().map(|h| h.posterior).sum()))
 }
 
@@ -836,14 +851,21 @@ impl ResyncEnd {
 fn resync_ends(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Vec<ResyncEnd> {
     // Squares whose confident reading differs from the position before:
     // every move of the sequence must start or end on one of them, or
-    // capture/castle through them.
+    // capture/castle through them; or start where the picture changed (a
+    // piece lifted off a square that still reads occupied: held-out
+    // seed 31, printed/low, `Nxg2+ Bxg2` played unseen with f1 still read
+    // White after the bishop left kept `Bxg2` out of the search).
     let changed: Vec<Square> = obs
         .disagreements(pos.board())
         .iter()
         .map(|d| d.square)
         .collect();
-    let touches =
-        |m: &Move| changed.contains(&m.from().unwrap_or(m.to())) || changed.contains(&m.to());
+    let touches = |m: &Move| {
+        let from = m.from().unwrap_or(m.to());
+        changed.contains(&from)
+            || changed.contains(&m.to())
+            || obs.changed_in_picture.contains(from)
+    };
     let mut frontier: Vec<(Chess, Vec<Move>)> = vec![(pos.clone(), Vec::new())];
     // Best final likelihood per distinct board, so that transpositions
     // (the same result by another order) do not count as rivals.
@@ -905,13 +927,25 @@ fn goes_back(line: &[Move], m: &Move) -> bool {
 
 /// The boards [`resync`] weighs against the change in the picture (to be
 /// measured into [`BoardObs::change`], with the position before): the
-/// best end of the search and the next [`RESYNC_RIVALS`].
+/// best end of the search and the next [`RESYNC_RIVALS`], and the best
+/// end of every longer line (a one-ply move must not be taken from the
+/// picture where a missed move and a reply fit it as well: the seed-31
+/// printed/low `Nxf1` for `Nxg2+ Bxg2`, [`by_change`]).
 pub fn resync_boards(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Vec<Board> {
-    resync_ends(pos, obs, max_plies)
-        .into_iter()
+    let ends = resync_ends(pos, obs, max_plies);
+    let mut boards: Vec<Board> = ends
+        .iter()
         .take(1 + RESYNC_RIVALS)
-        .map(|e| e.board)
-        .collect()
+        .map(|e| e.board.clone())
+        .collect();
+    for plies in 2..=max_plies {
+        if let Some(e) = ends.iter().find(|e| e.plies() == plies) {
+            if !boards.contains(&e.board) {
+                boards.push(e.board.clone());
+            }
+        }
+    }
+    boards
 }
 
 /// Lost track: searches sequences of up to `max_plies` legal moves whose

@@ -417,8 +417,13 @@ impl BoardWatcher {
             if boards.len() > MAX_CHANGE_CANDIDATES {
                 boards.clear();
             }
+            let view = crate::vision::viewpoint::estimate(&read.location);
+            let unchanged = view
+                .as_ref()
+                .map(|view| super::change::unchanged_squares(&r.image, image, view, side, &board));
             let mut extra = Vec::new();
             if matches!(sc.verdict, super::Verdict::Unexplained { .. }) {
+                obs.changed_in_picture = unchanged.map_or(Bitboard::EMPTY, |u| !u);
                 // The lines the tracker will search (against the robot,
                 // the person's one reply).
                 extra = super::scoring::resync_boards(pos, obs, self.tracker.resync_plies());
@@ -431,8 +436,7 @@ impl BoardWatcher {
                     boards.push(b);
                 }
             }
-            let view = crate::vision::viewpoint::estimate(&read.location);
-            if let (true, Some(view)) = (boards.len() > 1, view) {
+            if let (true, Some(view), Some(unchanged)) = (boards.len() > 1, view, unchanged) {
                 let costs =
                     super::change::explain_change(&r.image, image, &view, side, &board, &boards);
                 obs.change = costs
@@ -441,8 +445,7 @@ impl BoardWatcher {
                     .zip(boards)
                     .map(|(fit, board)| ChangeFit { board, fit })
                     .collect();
-                obs.unchanged =
-                    super::change::unchanged_squares(&r.image, image, &view, side, &board);
+                obs.unchanged = unchanged;
                 if tracing::enabled!(tracing::Level::DEBUG) {
                     trace_close_call(self.last_t_ms.unwrap_or(0), &sc, &board, obs);
                 }
