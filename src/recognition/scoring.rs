@@ -149,10 +149,11 @@ pub struct BoardObs {
     /// Squares whose picture has not changed since that frame
     /// ([`super::change::unchanged_squares`]); empty when not measured.
     pub unchanged: Bitboard,
-    /// Squares whose picture changed since that frame, measured on a
-    /// board no move explains so that the lost-track search may move a
-    /// piece off a square that still reads occupied; empty when not
-    /// measured.
+    /// Squares whose picture changed since that frame (the complement of
+    /// `unchanged`: squares with too few samples to tell count as
+    /// changed), measured on a board no move explains so that the
+    /// lost-track search may move a piece off a square that still reads
+    /// occupied; empty when not measured.
     pub changed_in_picture: Bitboard,
 }
 
