@@ -1203,7 +1203,7 @@ fn knight_takes_and_bishop_retakes_unseen() -> (Chess, Chess, BoardObs) {
     let pos = position_from_fen("4k3/8/8/8/8/4n3/6P1/4KB1R b - - 0 1").unwrap();
     let line = after(&pos, "Nxg2+ Bxg2");
     let mut seen = obs_of(&line);
-    seen.squares[Square::F1 as usize] = SquareObs::certain(Occupant::White);
+    seen.set(Square::F1, SquareObs::certain(Occupant::White));
     (pos, line, seen)
 }
 
