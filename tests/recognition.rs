@@ -4,8 +4,8 @@
 use chessbot::game::{parse_move, position_from_fen, uci_of};
 use chessbot::recognition::change::Fit;
 use chessbot::recognition::scoring::{
-    board_after, by_look, resync, resync_boards, score, BoardObs, ChangeFit, LookChange, Occupant,
-    SquareObs, Verdict,
+    board_after, by_look, orders_to, resync, resync_boards, score, BoardObs, ChangeFit, LookChange,
+    Occupant, SquareObs, Verdict,
 };
 use chessbot::recognition::tracker::{TrackEvent, Tracker, TrackerConfig, MAX_VISITS_PER_PLY};
 use proptest::prelude::*;
@@ -959,36 +959,64 @@ fn a_resync_keeps_the_turn_the_frames_show() {
     misread.set(Square::H2, SquareObs::certain(Occupant::White));
     misread.set(Square::F6, SquareObs::certain(Occupant::White));
     let end = after(&middle, "h4");
-    let run = |middle_frames: usize| {
+    // In the game h2 still read White after the pawn left (so the
+    // lost-track search, which moves pieces off squares whose reading
+    // changed, never tried `h3`): the other orders to the board it finds
+    // are searched from the board itself.
+    let mut end_h2_misread = obs_of(&end);
+    end_h2_misread.set(Square::H2, SquareObs::certain(Occupant::White));
+    let run = |middle_frames: usize, end_obs: &BoardObs| {
         let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
         let mut t = 0;
         let mut ev = feed(&mut tr, &mut t, &obs_of(&start), 10, true);
         ev.extend(feed(&mut tr, &mut t, &misread, middle_frames, false));
         ev.extend(feed(&mut tr, &mut t, &obs_of(&start), 10, true));
-        ev.extend(feed(&mut tr, &mut t, &obs_of(&end), 30, false));
+        ev.extend(feed(&mut tr, &mut t, end_obs, 30, false));
         (ev, tr.position().clone())
     };
-    let (ev, pos) = run(60);
-    let resynced: Vec<String> = ev
-        .iter()
-        .filter_map(|e| match e {
-            TrackEvent::Resynced { moves, .. } => {
-                Some(moves.iter().map(|m| uci_of(*m)).collect::<Vec<_>>())
-            }
-            _ => None,
-        })
-        .flatten()
-        .collect();
-    assert_eq!(resynced, ["h2h3", "e7e5", "h3h4"], "{ev:?}");
-    assert_eq!(pos.turn(), shakmaty::Color::Black);
-    assert_eq!(pos.board(), end.board());
+    for end_obs in [obs_of(&end), end_h2_misread] {
+        let (ev, pos) = run(60, &end_obs);
+        let resynced: Vec<String> = ev
+            .iter()
+            .filter_map(|e| match e {
+                TrackEvent::Resynced { moves, .. } => {
+                    Some(moves.iter().map(|m| uci_of(*m)).collect::<Vec<_>>())
+                }
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        assert_eq!(resynced, ["h2h3", "e7e5", "h3h4"], "{ev:?}");
+        assert_eq!(pos.turn(), shakmaty::Color::Black);
+        assert_eq!(pos.board(), end.board());
+    }
     // Never seen in between: the shortest line.
-    let (ev, pos) = run(0);
+    let (ev, pos) = run(0, &obs_of(&end));
     assert!(
         matches!(ev.as_slice(), [TrackEvent::Resynced { moves, .. }] if moves.len() == 2),
         "{ev:?}"
     );
     assert_eq!(pos.turn(), shakmaty::Color::White);
+}
+
+#[test]
+fn every_order_of_moves_to_a_board_is_found_and_nothing_else() {
+    let start = Chess::default();
+    let target = after(&start, "e4 e5 Nf3");
+    let lines: Vec<String> = orders_to(&start, target.board(), 3, 24)
+        .iter()
+        .map(|l| l.iter().map(|m| uci_of(*m)).collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(lines, ["e2e4 e7e5 g1f3", "g1f3 e7e5 e2e4"]);
+    // Two plies cannot reach it; five can also by way of e3 and e6.
+    assert!(orders_to(&start, target.board(), 2, 24).is_empty());
+    let five = orders_to(&start, target.board(), 5, 100);
+    assert!(five.iter().any(|l| l.len() == 5 && uci_of(l[0]) == "e2e3"));
+    assert!(five.iter().all(|l| {
+        let mut p = start.clone();
+        l.iter().for_each(|m| p.play_unchecked(*m));
+        p.board() == target.board()
+    }));
 }
 
 #[test]

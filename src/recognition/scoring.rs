@@ -926,6 +926,83 @@ fn goes_back(line: &[Move], m: &Move) -> bool {
         .any(|m0| m0.to() == m.from().unwrap_or(m.to()) && m0.from() == Some(m.to()))
 }
 
+/// Every line of at most `max_plies` legal moves from `pos` that reaches
+/// the board `target` (up to `limit` lines, the shortest first), each move
+/// taking a piece that is not yet where `target` has it. The lost-track
+/// search moves only pieces on squares whose reading changed, so it misses
+/// lines where a piece passed through a square on the way (`h3 e5 h4`
+/// beside `h4 e5`: h2 still read White, and `h3` started on no changed
+/// square); these are the other move orders [`Tracker`](super::Tracker)
+/// weighs against the frames seen on the way.
+pub fn orders_to(pos: &Chess, target: &Board, max_plies: usize, limit: usize) -> Vec<Vec<Move>> {
+    let mut found = Vec::new();
+    for plies in 1..=max_plies {
+        let mut line = Vec::with_capacity(plies);
+        orders_of_length(pos, target, plies, &mut line, &mut found, limit);
+        if found.len() >= limit {
+            break;
+        }
+    }
+    found
+}
+
+/// Depth-first part of [`orders_to`]: lines of exactly `left` more plies.
+fn orders_of_length(
+    pos: &Chess,
+    target: &Board,
+    left: usize,
+    line: &mut Vec<Move>,
+    found: &mut Vec<Vec<Move>>,
+    limit: usize,
+) {
+    if found.len() >= limit {
+        return;
+    }
+    if left == 0 {
+        if pos.board() == target {
+            found.push(line.clone());
+        }
+        return;
+    }
+    // Each side still has to put every piece of its colour that is not
+    // where `target` has it on its square, one per move (two by castling).
+    let own_moves = |c: Color| {
+        let mine = left.div_ceil(2);
+        if c == pos.turn() {
+            mine
+        } else {
+            left - mine
+        }
+    };
+    for c in [Color::White, Color::Black] {
+        let missing = (target.by_color(c) & !pos.board().by_color(c)).count()
+            + target
+                .by_color(c)
+                .into_iter()
+                .filter(|&sq| {
+                    pos.board()
+                        .piece_at(sq)
+                        .is_some_and(|p| Some(p) != target.piece_at(sq))
+                })
+                .count();
+        let per_move = if pos.castles().has_color(c) { 2 } else { 1 };
+        if missing > per_move * own_moves(c) {
+            return;
+        }
+    }
+    for m in pos.legal_moves() {
+        let from = m.from().unwrap_or(m.to());
+        if pos.board().piece_at(from) == target.piece_at(from) {
+            continue;
+        }
+        let mut after = pos.clone();
+        after.play_unchecked(m);
+        line.push(m);
+        orders_of_length(&after, target, left - 1, line, found, limit);
+        line.pop();
+    }
+}
+
 /// The boards [`resync`] weighs against the change in the picture (to be
 /// measured into [`BoardObs::change`], with the position before): the
 /// best end of the search and the next [`RESYNC_RIVALS`], and the best
@@ -1015,6 +1092,11 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
         return None;
     }
     let mut orders = best.orders.clone();
+    for line in orders_to(pos, &best.board, max_plies, MAX_ORDERS) {
+        if !orders.contains(&line) {
+            orders.push(line);
+        }
+    }
     // Shortest explanation first.
     orders.sort_by_key(|l| l.len());
     let moves = orders.remove(0);
