@@ -458,10 +458,21 @@ impl BoardWatcher {
         // the rook in front of h8 made "nothing changed" and `Rh7` tie,
         // and the frame after the move became the reference of the
         // position before it).
-        let shows_position = sc
-            .hypotheses
-            .first()
-            .is_some_and(|h| h.mv.is_none() && h.posterior >= REFERENCE_POSTERIOR)
+        //
+        // Only where there is no reference of the believed position yet:
+        // the frame a decision was made on is one, and a later frame read
+        // as "nothing changed" by misreads must not replace it. Seed-31
+        // wooden/low (game seed 37, to 12 plies): after `...gxh4` one frame
+        // read h4 White and g5 still occupied, became the reference, and
+        // from then on "nothing changed" fitted the picture perfectly
+        // (cost 0.000 against 0.333 for `gxh4`, which had led with 0.000
+        // the frame before): the capture was never committed and every
+        // later move was missed.
+        let shows_position = reference.is_none()
+            && sc
+                .hypotheses
+                .first()
+                .is_some_and(|h| h.mv.is_none() && h.posterior >= REFERENCE_POSTERIOR)
             && !matches!(sc.verdict, super::Verdict::Unexplained { .. });
         if shows_position {
             self.take_reference(image, read);
