@@ -1008,6 +1008,23 @@ fn every_order_of_moves_to_a_board_is_found_and_nothing_else() {
         .map(|l| l.iter().map(|m| uci_of(*m)).collect::<Vec<_>>().join(" "))
         .collect();
     assert_eq!(lines, ["e2e4 e7e5 g1f3", "g1f3 e7e5 e2e4"]);
+    // Captures, no castling rights: the square the capturing piece takes
+    // held the other colour (one square still to fill, not two).
+    let kings = position_from_fen("4k3/8/8/3p4/4P3/8/8/4K3 w - - 0 1").unwrap();
+    let capture = after(&kings, "exd5 Kd7 Kd2 Kd6");
+    let lines: Vec<String> = orders_to(&kings, capture.board(), 4, 24)
+        .iter()
+        .map(|l| l.iter().map(|m| uci_of(*m)).collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "e4d5 e8d7 e1d2 d7d6",
+            "e4d5 e8e7 e1d2 e7d6",
+            "e1d2 e8d7 e4d5 d7d6",
+            "e1d2 e8e7 e4d5 e7d6",
+        ]
+    );
     // Two plies cannot reach it; five can also by way of e3 and e6.
     assert!(orders_to(&start, target.board(), 2, 24).is_empty());
     let five = orders_to(&start, target.board(), 5, 100);

@@ -975,16 +975,11 @@ fn orders_of_length(
         }
     };
     for c in [Color::White, Color::Black] {
-        let missing = (target.by_color(c) & !pos.board().by_color(c)).count()
-            + target
-                .by_color(c)
-                .into_iter()
-                .filter(|&sq| {
-                    pos.board()
-                        .piece_at(sq)
-                        .is_some_and(|p| Some(p) != target.piece_at(sq))
-                })
-                .count();
+        let missing = target
+            .by_color(c)
+            .into_iter()
+            .filter(|&sq| pos.board().piece_at(sq) != target.piece_at(sq))
+            .count();
         let per_move = if pos.castles().has_color(c) { 2 } else { 1 };
         if missing > per_move * own_moves(c) {
             return;
