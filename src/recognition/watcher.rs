@@ -447,7 +447,10 @@ impl BoardWatcher {
                     .collect();
                 obs.unchanged = unchanged;
                 if tracing::enabled!(tracing::Level::DEBUG) {
-                    trace_close_call(self.last_t_ms.unwrap_or(0), &sc, &board, obs);
+                    // Scored again with the picture measured: the verdict
+                    // the tracker gets, not the squares' alone.
+                    let decided = super::score(pos, obs);
+                    trace_close_call(self.last_t_ms.unwrap_or(0), &decided, &board, obs);
                 }
             }
         }
@@ -590,7 +593,9 @@ impl BoardWatcher {
 }
 
 /// Logs (at debug level, `RUST_LOG=chessbot::recognition=debug`) what a
-/// close call weighed: the best hypotheses by the squares, each measured
+/// close call weighed: the verdict with the picture measured (`sc`, scored
+/// after [`BoardObs::change`] was filled in), the best hypotheses by the
+/// squares, each measured
 /// board's fit to the change in the picture (named by the squares it
 /// changes), and the squares whose picture changed. This is how the
 /// held-out bench's stalls and wrong commits are traced.
