@@ -850,6 +850,75 @@ fn a_move_whose_piece_reads_the_other_colour_on_arrival_is_held_longer() {
 }
 
 #[test]
+fn a_held_move_cut_short_by_a_quick_reply_is_resynced_with_it_where_the_picture_shows_both() {
+    // Held-out seed 21, printed/angled, miniature: `b5` is held for its
+    // pawn reading Black, `...Nxd1` is played before the hold is over, and
+    // the squares tie it with `...Nxb5` (each leaves one square the other
+    // colour: b5 or d1).
+    let pos = position_from_fen("4k3/8/8/8/1P6/2n5/8/3QK3 w - - 0 1").unwrap();
+    let mut held = obs_of(&after(&pos, "b5"));
+    held.set(Square::B5, SquareObs::certain(Occupant::Black));
+    assert!(matches!(
+        score(&pos, &held).verdict,
+        Verdict::Move {
+            colour_excused: true,
+            ..
+        }
+    ));
+    let end = after(&pos, "b5 Nxd1");
+    let mut seen = obs_of(&end);
+    seen.set(Square::B5, SquareObs::certain(Occupant::Black));
+    // The squares alone leave it open: no lost-track line is taken.
+    assert!(resync(&pos, &seen, 4).is_none());
+    // The picture fits `b5 Nxd1` and nothing else.
+    let mut pictured = seen.clone();
+    pictured.change = [("b5 Nxd1", 0.0), ("b5 Nxb5", 0.4), ("b5", 0.45), ("", 0.55)]
+        .iter()
+        .map(|&(line, cost)| ChangeFit {
+            board: after(&pos, line).board().clone(),
+            fit: Fit::of_cost(cost),
+        })
+        .collect();
+    let frames = |ms: u64| (ms / 33) as usize;
+    let run = |end_obs: &BoardObs, cut: bool| {
+        let mut tr = Tracker::new(pos.clone(), TrackerConfig::default());
+        let mut t = 0;
+        let mut ev = feed(&mut tr, &mut t, &held, frames(1000), false);
+        if !cut {
+            // A hand that comes after the hold is over finds `b5` committed.
+            ev.extend(feed(&mut tr, &mut t, &held, frames(600), false));
+        }
+        ev.extend(feed(&mut tr, &mut t, &held, 10, true));
+        ev.extend(feed(&mut tr, &mut t, end_obs, 60, false));
+        ev
+    };
+    match run(&pictured, true).as_slice() {
+        [TrackEvent::Resynced { moves, .. }] => {
+            let ucis: Vec<String> = moves.iter().map(|m| uci_of(*m)).collect();
+            assert_eq!(ucis, ["b4b5", "c3d1"]);
+        }
+        e => panic!("{e:?}"),
+    }
+    // Without the picture, asked, not guessed.
+    assert!(matches!(
+        run(&seen, true).as_slice(),
+        [TrackEvent::Unexplained { .. }]
+    ));
+    // The picture not clear between the replies: asked.
+    let mut unclear = pictured.clone();
+    unclear.change[1].fit = Fit::of_cost(0.1);
+    assert!(matches!(
+        run(&unclear, true).as_slice(),
+        [TrackEvent::Unexplained { .. }]
+    ));
+    // Not held (committed before the hand came): the reply on its own.
+    match run(&pictured, false).as_slice() {
+        [TrackEvent::Move { mv: first, .. }, ..] => assert_eq!(uci_of(*first), "b4b5"),
+        e => panic!("{e:?}"),
+    }
+}
+
+#[test]
 fn a_robot_move_not_yet_made_is_waited_for_not_reported() {
     // No arm: the board shows the position before the robot's move until
     // the person moves the robot's piece for it.

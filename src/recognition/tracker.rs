@@ -13,7 +13,7 @@
 
 use shakmaty::{Board, Chess, Color, Move, Position};
 
-use super::scoring::{resync, score, BoardObs, Disagreement, Verdict};
+use super::scoring::{held_and_reply, resync, score, BoardObs, Disagreement, Verdict};
 
 /// Tuning of the tracker.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
@@ -150,6 +150,13 @@ pub struct Tracker {
     /// decision, and whether the last frame was busy.
     hand_visits: usize,
     was_busy: bool,
+    /// The move the last hand-free frame agreed on that waited only for
+    /// its colour-excused hold ([`TrackerConfig::colour_excused_ms`]).
+    colour_held: Option<Move>,
+    /// Such a move whose hold a hand cut short, with the busy spells
+    /// counted before that hand: the reply may be on the board with it
+    /// ([`held_and_reply`]).
+    held: Option<(Move, usize)>,
 }
 
 /// How long after a committed move the same piece may still be seen going
@@ -205,6 +212,8 @@ impl Tracker {
             last_move: None,
             hand_visits: 0,
             was_busy: false,
+            colour_held: None,
+            held: None,
         }
     }
 
@@ -270,6 +279,8 @@ impl Tracker {
         self.count = 0;
         self.reported_unexplained = false;
         self.hand_visits = 0;
+        self.colour_held = None;
+        self.held = None;
     }
 
     /// Feeds one frame: `busy` when vision saw a hand, the arm or motion.
@@ -296,6 +307,9 @@ impl Tracker {
         let busy = busy || obs.any_occluded();
         if busy && !self.was_busy {
             self.hand_visits += 1;
+            if let Some(mv) = self.colour_held.take() {
+                self.held = Some((mv, self.hand_visits - 1));
+            }
         }
         self.was_busy = busy;
         if busy {
@@ -340,6 +354,14 @@ impl Tracker {
         let agreed = self.count >= self.cfg.settled_reads
             && t_ms.saturating_sub(self.since_ms) >= self.cfg.settle_ms;
         let held_ms = t_ms.saturating_sub(self.since_ms);
+        self.colour_held = match scored.verdict {
+            Verdict::Move {
+                mv,
+                colour_excused: true,
+                ..
+            } if agreed && held_ms < self.cfg.colour_excused_ms => Some(mv),
+            _ => None,
+        };
         if agreed && matches!(scored.verdict, Verdict::Unexplained { .. }) {
             if let Some(ev) = self.amend(t_ms, obs) {
                 return Some(ev);
@@ -388,17 +410,16 @@ impl Tracker {
                     && searchable
                 {
                     self.resync_tried = Some(disagreeing.clone());
-                    if let Some(mut r) = resync(&self.pos, obs, plies) {
-                        r.moves = self.best_order(r.moves, &r.alternatives);
-                        for m in &r.moves {
+                    let found = resync(&self.pos, obs, plies)
+                        .map(|r| self.best_order(r.moves, &r.alternatives))
+                        .or_else(|| self.held_line(obs));
+                    if let Some(moves) = found {
+                        for m in &moves {
                             self.pos.play_unchecked(*m);
                         }
                         self.decided();
                         self.last_move = None;
-                        return Some(TrackEvent::Resynced {
-                            moves: r.moves,
-                            t_ms,
-                        });
+                        return Some(TrackEvent::Resynced { moves, t_ms });
                     }
                 }
                 if self.reported_unexplained || held_ms < self.cfg.unexplained_after_ms {
@@ -415,6 +436,24 @@ impl Tracker {
             }
             _ => None,
         }
+    }
+
+    /// The move held for its colour until a hand cut the hold short, and the
+    /// reply the picture shows with it ([`held_and_reply`]): only where a
+    /// lost-track search may find two plies and the busy spells since the
+    /// hold are one ply's worth ([`MAX_VISITS_PER_PLY`]).
+    fn held_line(&self, obs: &BoardObs) -> Option<Vec<Move>> {
+        let (mv, visits) = self.held?;
+        let spells = self.hand_visits.saturating_sub(visits);
+        if self.resync_plies() < 2 || spells > MAX_VISITS_PER_PLY {
+            return None;
+        }
+        held_and_reply(&self.pos, mv, obs)
+    }
+
+    /// The move held for its colour whose hold a hand cut short, if any.
+    pub fn held_move(&self) -> Option<Move> {
+        self.held.map(|(mv, _)| mv)
     }
 
     /// Longest line of missed moves a lost-track search may find. Against

@@ -427,6 +427,15 @@ impl BoardWatcher {
                 // The lines the tracker will search (against the robot,
                 // the person's one reply).
                 extra = super::scoring::resync_boards(pos, obs, self.tracker.resync_plies());
+                // A move held for its colour and the replies that may
+                // have followed it.
+                if let Some(held) = self.tracker.held_move() {
+                    extra.extend(
+                        super::scoring::held_reply_boards(pos, held, obs)
+                            .into_iter()
+                            .map(|(_, b)| b),
+                    );
+                }
             }
             // The position before ("nothing changed") is always measured:
             // a lone move is told from it by the samples where they differ.
