@@ -1065,13 +1065,21 @@ pub fn held_and_reply(pos: &Chess, held: Move, obs: &BoardObs) -> Option<Vec<Mov
     Some(vec![held, reply])
 }
 
+/// Longest lost-track line the change in the picture may pick among
+/// ends the squares leave open ([`resync`]): a missed move and a quick
+/// reply. Longer lines stay with the squares (standard bench,
+/// vinyl/angled: with five plies played unseen the picture preferred a
+/// wrong four-ply line).
+pub const MAX_PICTURE_PICKED_PLIES: usize = 2;
+
 /// Lost track: searches sequences of up to `max_plies` legal moves whose
 /// final occupancy explains `obs`, moving only pieces on squares that
 /// changed. The best one is taken if it explains every confident square,
 /// is clearly ahead, and the change in the picture (where measured) does
 /// not fit another end or "nothing changed" clearly better. The picture
-/// never picks a line the squares leave open: the true line may be
-/// longer than the search, and then every end is wrong (standard bench,
+/// picks no line of more than [`MAX_PICTURE_PICKED_PLIES`] the squares
+/// leave open: the true line may be longer than the search, and then
+/// every end is wrong (standard bench,
 /// vinyl/angled: with `Rh7 Ng1 Nc6 Ngf3 Qg5` played unseen, the picture
 /// preferred `Nc6 Ng1 Qg5 Ngf3`, the rook's short step barely telling).
 /// Nor is a line of two or more moves taken where a single move explains
@@ -1106,8 +1114,26 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
     // unexplained by every legal line, and one that swaps its misfit
     // squares for others is no explanation.
     let over_before = best.log_likelihood - obs.wary_log_likelihood(pos.board());
+    // A short line the squares leave open beside longer ones may be
+    // picked by the picture, as a single move is ([`pick_by_change`]
+    // against the rivals measured and the position before): a line
+    // longer than the search, the reason the picture picks no long line,
+    // does not end in a short one that fits the picture this well.
+    // Seed-31 bench, wooden/low (game seed 37): `b4 Bxd2+` explained
+    // every square but led the four-ply `d3 Bg5 b4 Bf6` by only 0.40,
+    // while the picture fitted it at 0.045 against 0.081 and more.
+    let picture_picks = || {
+        best.plies() <= MAX_PICTURE_PICKED_PLIES && {
+            let boards: Vec<Board> = std::iter::once(&best.board)
+                .chain(ends.iter().skip(1).take(RESYNC_RIVALS).map(|e| &e.board))
+                .chain(std::iter::once(pos.board()))
+                .cloned()
+                .collect();
+            pick_by_change(obs, pos.board(), &boards) == Some(0)
+        }
+    };
     let clear = excusable(obs, &best_disagreeing, &best.board)
-        && margin >= RESYNC_MARGIN
+        && (margin >= RESYNC_MARGIN || picture_picks())
         && over_before >= RESYNC_MARGIN
         && (best.plies() == 1 || !one_move_nearly());
     // A misread can make a wrong line look clear: the picture, where
