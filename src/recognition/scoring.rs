@@ -1122,11 +1122,19 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
     // Seed-31 bench, wooden/low (game seed 37): `b4 Bxd2+` explained
     // every square but led the four-ply `d3 Bg5 b4 Bf6` by only 0.40,
     // while the picture fitted it at 0.045 against 0.081 and more.
+    // The boards the picture weighs the line against: the nearest rival
+    // ends and the position before.
+    let rivals = || {
+        ends.iter()
+            .skip(1)
+            .take(RESYNC_RIVALS)
+            .map(|e| &e.board)
+            .chain(std::iter::once(pos.board()))
+    };
     let picture_picks = || {
         best.plies() <= MAX_PICTURE_PICKED_PLIES && {
             let boards: Vec<Board> = std::iter::once(&best.board)
-                .chain(ends.iter().skip(1).take(RESYNC_RIVALS).map(|e| &e.board))
-                .chain(std::iter::once(pos.board()))
+                .chain(rivals())
                 .cloned()
                 .collect();
             pick_by_change(obs, pos.board(), &boards) == Some(0)
@@ -1144,12 +1152,7 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
     // ends; [`goes_back`] keeps it out.)
     let contradicted = obs.change_fit(&best.board).is_some_and(|f0| {
         f0.cost > RESYNC_FIT_COST
-            || ends
-                .iter()
-                .skip(1)
-                .take(RESYNC_RIVALS)
-                .map(|e| &e.board)
-                .chain(std::iter::once(pos.board()))
+            || rivals()
                 .filter_map(|b| obs.change_fit(b))
                 .any(|f| f.margin_to(f0).is_some_and(|m| m >= CHANGE_MARGIN))
     });
