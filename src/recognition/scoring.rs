@@ -372,6 +372,19 @@ pub struct Scored {
     pub verdict: Verdict,
 }
 
+/// The hypotheses (sorted best first, as [`Scored::hypotheses`]) that the
+/// squares cannot tell from the best: within [`RESYNC_MARGIN`] of it.
+pub fn contenders(hypotheses: &[Hypothesis]) -> &[Hypothesis] {
+    let Some(best) = hypotheses.first().map(|h| h.log_likelihood) else {
+        return hypotheses;
+    };
+    let n = hypotheses
+        .iter()
+        .take_while(|h| h.log_likelihood >= best - RESYNC_MARGIN)
+        .count();
+    &hypotheses[..n]
+}
+
 /// Promotions that differ only in the piece look identical in occupancy:
 /// score one per square pair (the queen), to keep the posterior honest.
 fn distinct_moves(pos: &Chess) -> Vec<Move> {
@@ -516,11 +529,7 @@ pub const RESYNC_FIT_COST: f32 = 0.2;
 /// as [`excusable`] as ever. Returns the move and the posterior mass of
 /// the moves it was chosen from.
 fn by_change(pos: &Chess, obs: &BoardObs, hypotheses: &[Hypothesis]) -> Option<(Move, f64)> {
-    let best = hypotheses.first()?.log_likelihood;
-    let contenders: Vec<&Hypothesis> = hypotheses
-        .iter()
-        .take_while(|h| h.log_likelihood >= best - RESYNC_MARGIN)
-        .collect();
+    let contenders = contenders(hypotheses);
     let mut boards: Vec<Board> = contenders.iter().map(|h| board_after(pos, h.mv)).collect();
     // Lines of missed moves measured on a board no move explains are
     // rivals too: the move must beat them, and is not taken when one of
@@ -700,12 +709,7 @@ pub fn by_look(
     obs: &BoardObs,
     looks: &[LookChange; 64],
 ) -> Option<Verdict> {
-    let best = scored.hypotheses.first()?.log_likelihood;
-    let contenders: Vec<&Hypothesis> = scored
-        .hypotheses
-        .iter()
-        .take_while(|h| h.log_likelihood >= best - RESYNC_MARGIN)
-        .collect();
+    let contenders = contenders(&scored.hypotheses);
     let boards: Vec<Board> = contenders.iter().map(|h| board_after(pos, h.mv)).collect();
     let k = pick_by_look(obs, pos.board(), &boards, looks)?;
     let confidence = contenders.iter().map(|h| h.posterior).sum();
@@ -1031,14 +1035,8 @@ pub fn held_reply_boards(pos: &Chess, held: Move, obs: &BoardObs) -> Vec<(Option
     let mut mid = pos.clone();
     mid.play_unchecked(held);
     let scored = score(&mid, obs);
-    let best = scored
-        .hypotheses
-        .first()
-        .map_or(f64::NEG_INFINITY, |h| h.log_likelihood);
-    let mut boards: Vec<(Option<Move>, Board)> = scored
-        .hypotheses
+    let mut boards: Vec<(Option<Move>, Board)> = contenders(&scored.hypotheses)
         .iter()
-        .take_while(|h| h.log_likelihood >= best - RESYNC_MARGIN)
         .filter_map(|h| h.mv.map(|m| (Some(m), board_after(&mid, Some(m)))))
         .collect();
     boards.push((None, mid.board().clone()));

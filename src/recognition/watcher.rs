@@ -399,14 +399,10 @@ impl BoardWatcher {
         let to_confirm = matches!(sc.verdict, super::Verdict::Move { .. });
         let reference = self.reference.as_ref().filter(|r| same(r));
         if let (true, Some(r)) = (close_call || to_confirm, reference) {
-            let best = sc.hypotheses.first().map_or(0.0, |h| h.log_likelihood);
             let measure = if to_confirm {
                 1 + CONFIRM_CANDIDATES
             } else {
-                sc.hypotheses
-                    .iter()
-                    .take_while(|h| h.log_likelihood >= best - super::scoring::RESYNC_MARGIN)
-                    .count()
+                super::scoring::contenders(&sc.hypotheses).len()
             };
             let mut boards: Vec<Board> = sc
                 .hypotheses
