@@ -186,27 +186,7 @@ fn with_change(pos: &Chess, obs: &BoardObs, none: f32, moves: &[(&str, f32)]) ->
 
 #[test]
 fn moves_the_squares_cannot_tell_apart_are_told_by_the_change_in_the_picture() {
-    // 1. c3 d6 2. e3 Bd7 seen from low behind White: the back rank is in
-    // the shadow of the seventh, and c8 (empty now) still looks occupied.
-    // Bd7, Nd7, Qd7 and Kd7 explain the squares equally well.
-    let pos = after(&Chess::default(), "c3 d6 e3");
-    let played = after(&pos, "Bd7");
-    let rank7 = Bitboard::from_rank(shakmaty::Rank::Seventh);
-    let mut obs = obs_of(&played);
-    for sq in Bitboard::from_rank(shakmaty::Rank::Eighth) {
-        let seen = if sq == Square::C8 {
-            SquareObs::certain(Occupant::Black)
-        } else {
-            *obs.get(sq)
-        };
-        obs.set(
-            sq,
-            SquareObs {
-                bleed_from: rank7,
-                ..seen
-            },
-        );
-    }
+    let (pos, obs) = bd7_scene();
     assert_eq!(score(&pos, &obs).verdict, Verdict::Uncertain);
     let verdict = |bd7: f32, nd7: f32, qd7: f32, kd7: Option<f32>| {
         let mut moves = vec![("Bd7", bd7), ("Nd7", nd7), ("Qd7", qd7)];
@@ -235,6 +215,78 @@ fn moves_the_squares_cannot_tell_apart_are_told_by_the_change_in_the_picture() {
             "{bd7} {nd7} {qd7} {kd7:?}"
         );
     }
+}
+
+/// After 1. c3 d6 2. e3 Bd7, seen from low behind White: the back rank is in
+/// the shadow of the seventh, and c8 (empty now) still looks occupied.
+/// Bd7, Nd7, Qd7 and Kd7 explain the squares equally well.
+fn bd7_scene() -> (Chess, BoardObs) {
+    let pos = after(&Chess::default(), "c3 d6 e3");
+    let played = after(&pos, "Bd7");
+    let rank7 = Bitboard::from_rank(shakmaty::Rank::Seventh);
+    let mut obs = obs_of(&played);
+    for sq in Bitboard::from_rank(shakmaty::Rank::Eighth) {
+        let seen = if sq == Square::C8 {
+            SquareObs::certain(Occupant::Black)
+        } else {
+            *obs.get(sq)
+        };
+        obs.set(
+            sq,
+            SquareObs {
+                bleed_from: rank7,
+                ..seen
+            },
+        );
+    }
+    (pos, obs)
+}
+
+#[test]
+fn a_move_the_picture_picks_must_also_beat_every_other_legal_move_in_the_picture() {
+    // The picture fits `...Bd7` at 0.05 and its contenders at 0.5.
+    let (pos, obs) = bd7_scene();
+    let moves = [("Bd7", 0.05), ("Nd7", 0.5), ("Qd7", 0.5), ("Kd7", 0.5)];
+    let obs = with_change(&pos, &obs, 0.6, &moves);
+    let bd7 = parse_move(&pos, "Bd7").unwrap();
+    assert_eq!(verdict_move(&pos, &obs), "c8d7");
+    // Every other legal move measured with it: `...Be6` (e6 reads empty,
+    // so the squares never weighed it) fits the picture as well.
+    let with_rivals = |be6: f32| {
+        let mut o = obs.clone();
+        let rivals = chessbot::recognition::scoring::rival_boards(&pos, bd7);
+        let be6_board = after(&pos, "Be6").board().clone();
+        o.picture_rivals = Some(
+            rivals
+                .into_iter()
+                .enumerate()
+                .map(|(k, board)| {
+                    let cost = match k {
+                        0 => 0.05,
+                        _ if board == be6_board => be6,
+                        _ => 0.6,
+                    };
+                    ChangeFit {
+                        fit: Fit::of_cost(cost),
+                        board,
+                    }
+                })
+                .collect(),
+        );
+        o
+    };
+    assert_eq!(verdict_move(&pos, &with_rivals(0.5)), "c8d7");
+    assert_eq!(score(&pos, &with_rivals(0.1)).verdict, Verdict::Uncertain);
+    // Rivals measured but too few samples told them apart, or measured
+    // for another move: nothing is decided either.
+    let mut unmeasured = obs.clone();
+    unmeasured.picture_rivals = Some(Vec::new());
+    assert_eq!(score(&pos, &unmeasured).verdict, Verdict::Uncertain);
+    let mut other = with_rivals(0.5);
+    if let Some(r) = other.picture_rivals.as_mut() {
+        r.swap(0, 1);
+    }
+    assert_eq!(score(&pos, &other).verdict, Verdict::Uncertain);
 }
 
 #[test]
@@ -390,6 +442,59 @@ fn a_piece_seen_one_square_on_is_found_by_the_change() {
             "c5 {c5:?}"
         );
     }
+}
+
+#[test]
+fn a_capture_whose_victim_is_lifted_first_is_not_taken_for_the_piece_behind_taking() {
+    // Seed-31 wooden/low: White's bishop on c6 is lifted off before the
+    // knight from b8 is put there. On that settled frame c6 reads empty
+    // and the d7 pawn behind it still reads black; the picture changed on
+    // c6 and d7 (the bishop no longer hides the pawn), which `...dxc6`
+    // fits. The squares contradict it on both squares it changes: nothing
+    // is committed, whether c6 is in the shadow of a piece in front (b7
+    // here, standing in for the camera's geometry) or its pawn would be
+    // "seen" on d7.
+    let pos =
+        position_from_fen("rnbqkbnr/pp1ppppp/2B5/8/4P3/8/PPPP1PPP/RNBQK1NR b KQkq - 0 3").unwrap();
+    let mut lifted = pos.board().clone();
+    lifted.discard_piece_at(Square::C6);
+    let mut obs = BoardObs::of_board(&lifted);
+    obs.set(
+        Square::D7,
+        SquareObs {
+            bleed_from: Bitboard::from(Square::C6),
+            ..SquareObs::certain(Occupant::Black)
+        },
+    );
+    for c6_shadow in [Bitboard::EMPTY, Bitboard::from(Square::B7)] {
+        let mut o = obs.clone();
+        o.set(
+            Square::C6,
+            SquareObs {
+                bleed_from: c6_shadow,
+                ..SquareObs::certain(Occupant::Empty)
+            },
+        );
+        let verdict = score(&pos, &with_change(&pos, &o, 0.3, &[("dxc6", 0.01)])).verdict;
+        assert!(
+            matches!(verdict, Verdict::Unexplained { .. }),
+            "{c6_shadow:?}: {verdict:?}"
+        );
+    }
+    // Once the d7 pawn reads gone, the squares show the capture (its pawn
+    // hidden on c6).
+    obs.set(Square::D7, SquareObs::certain(Occupant::Empty));
+    obs.set(
+        Square::C6,
+        SquareObs {
+            bleed_from: Bitboard::from(Square::B7),
+            ..SquareObs::certain(Occupant::Empty)
+        },
+    );
+    assert_eq!(
+        verdict_move(&pos, &with_change(&pos, &obs, 0.3, &[("dxc6", 0.01)])),
+        "d7c6"
+    );
 }
 
 #[test]

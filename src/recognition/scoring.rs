@@ -155,6 +155,12 @@ pub struct BoardObs {
     /// lost-track search may move a piece off a square that still reads
     /// occupied; empty when not measured.
     pub changed_in_picture: Bitboard,
+    /// When the picture picked a move the squares had not: that move's
+    /// board first, then the board after every other legal move, measured
+    /// together against the change in the picture ([`beats_rivals`]).
+    /// `None` when not measured; empty when too few samples told them
+    /// apart.
+    pub picture_rivals: Option<Vec<ChangeFit>>,
 }
 
 /// One hypothetical board's fit to the change in the picture.
@@ -171,6 +177,7 @@ impl BoardObs {
             change: Vec::new(),
             unchanged: Bitboard::EMPTY,
             changed_in_picture: Bitboard::EMPTY,
+            picture_rivals: None,
         }
     }
 
@@ -542,7 +549,61 @@ fn by_change(pos: &Chess, obs: &BoardObs, hypotheses: &[Hypothesis]) -> Option<(
     }
     let k = pick_by_change(obs, pos.board(), &boards)?;
     let mv = contenders.get(k)?.mv?;
+    if !beats_rivals(obs, &boards[k]) {
+        return None;
+    }
     Some((mv, contenders.iter().map(|h| h.posterior).sum()))
+}
+
+/// The boards a move picked by the picture must beat as well as its
+/// contenders ([`BoardObs::picture_rivals`]): the board after `picked`
+/// first, then the board after every other legal move.
+pub fn rival_boards(pos: &Chess, picked: Move) -> Vec<Board> {
+    std::iter::once(picked)
+        .chain(distinct_moves(pos).into_iter().filter(|m| *m != picked))
+        .map(|m| board_after(pos, Some(m)))
+        .collect()
+}
+
+/// Least margin ([`Fit::margin_to`]) by which every legal move other than
+/// the one the picture picked must fit the picture worse ([`beats_rivals`]).
+/// Half of [`CHANGE_MARGIN`]: the squares had already ruled these moves
+/// out (they are not within [`RESYNC_MARGIN`] of the best), so the picture
+/// need only not side with them. Standard bench (vinyl/angled, seed 5):
+/// the played `...Qg5` led the queen's `...Qe8` by 0.188 (both leave d8,
+/// and e8 beside it changes a little as the queen goes); at 0.2 the game
+/// lost its last five moves.
+pub const RIVAL_MARGIN: f32 = 0.1;
+
+/// Whether `board`, a move the picture picked (the squares had not),
+/// also explains the change in the picture better than every other legal
+/// move, by [`RIVAL_MARGIN`] where the two differ
+/// ([`BoardObs::picture_rivals`]; true when they were not measured). A
+/// rival the picture cannot tell from it at all (fewer than
+/// [`super::change::MIN_PAIR_SAMPLES`] samples differ: its piece moves
+/// out of sight) is left to the squares, which had ruled it out. The
+/// contenders are only the moves the squares could not tell apart, and a
+/// move the squares missed altogether can change the same part of the
+/// picture. Seed-31 wooden/low (game seed 37, ply 32): the squares read
+/// "nothing changed" or one of the d7 pawn's moves (e8 still read
+/// occupied, d8 empty); the picture changed on c6 and d7, where the king
+/// that went to d8 stands behind them at the low view, and `...dxc6`,
+/// fitting it at 0.014 against 0.188 for the other contenders, was
+/// committed for the played `...Kd8`.
+fn beats_rivals(obs: &BoardObs, board: &Board) -> bool {
+    let Some(rivals) = &obs.picture_rivals else {
+        return true;
+    };
+    let Some((picked, others)) = rivals.split_first() else {
+        return false;
+    };
+    picked.board == *board
+        && others.iter().all(|r| {
+            picked
+                .fit
+                .margin_to(&r.fit)
+                .is_none_or(|m| m >= RIVAL_MARGIN)
+        })
 }
 
 /// Least margin ([`Fit::margin_to`]) by which the picture must fit another
@@ -593,6 +654,9 @@ fn by_picture_among_measured(
         .collect();
     let boards: Vec<Board> = measured.iter().map(|(_, b)| b.clone()).collect();
     let k = pick_by_change(obs, pos.board(), &boards)?;
+    if measured[k].0.mv.is_some() && !beats_rivals(obs, &boards[k]) {
+        return None;
+    }
     let confidence = measured.iter().map(|(h, _)| h.posterior).sum();
     Some(match measured[k].0.mv {
         Some(mv) => Verdict::of_move(pos, obs, mv, confidence),
@@ -627,9 +691,27 @@ fn pick_by_change(obs: &BoardObs, before: &Board, boards: &[Board]) -> Option<us
 /// in the picture: except where it changed the position `before` (a piece
 /// it puts down must read occupied, or be hidden or seen one square on:
 /// [`unseen_arrival`]) and where the picture did not change
-/// ([`BoardObs::unchanged`]), the rest is as [`excusable`] as ever.
+/// ([`BoardObs::unchanged`]), the rest is as [`excusable`] as ever. But
+/// some square it changes must not confidently read otherwise: a move
+/// that the squares contradict everywhere it changes the board is the
+/// picture's word alone, and the picture cannot tell a capture half made
+/// from a whole one. Seed-31 wooden/low (game seed 37): the person took
+/// White's bishop off c6 before putting the knight from b8 there; on that
+/// settled frame c6 read empty and the d7 pawn behind it black, the
+/// picture changed on c6 and d7 (the bishop no longer hid the pawn), and
+/// `...dxc6` fitted it at 0.011 against 0.138 for "nothing changed" and
+/// was committed.
 fn agrees_but_where_changed(obs: &BoardObs, before: &Board, board: &Board) -> bool {
     let mut disagreeing = obs.disagreements(board);
+    let changed = Square::ALL
+        .into_iter()
+        .filter(|&sq| board.piece_at(sq) != before.piece_at(sq));
+    let shown = changed
+        .clone()
+        .any(|sq| !disagreeing.iter().any(|d| d.square == sq));
+    if changed.count() > 0 && !shown {
+        return false;
+    }
     disagreeing.retain(|d| {
         let moved_here = board.piece_at(d.square) != before.piece_at(d.square);
         let excused = moved_here && (d.seen != Occupant::Empty || unseen_arrival(obs, board, d));

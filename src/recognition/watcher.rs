@@ -451,9 +451,35 @@ impl BoardWatcher {
                     .map(|(fit, board)| ChangeFit { board, fit })
                     .collect();
                 obs.unchanged = unchanged;
+                // Scored again with the picture measured: a move the
+                // picture picked, and the squares had not, must also beat
+                // every other legal move in the picture.
+                let with_picture = super::score(pos, obs);
+                let picked = match (&with_picture.verdict, &sc.verdict) {
+                    (
+                        super::Verdict::Move { mv, .. },
+                        super::Verdict::Move { mv: by_squares, .. },
+                    ) if mv == by_squares => None,
+                    (super::Verdict::Move { mv, .. }, _) => Some(*mv),
+                    _ => None,
+                };
+                if let Some(mv) = picked {
+                    let rivals = super::scoring::rival_boards(pos, mv);
+                    if rivals.len() > 1 {
+                        let fits = super::change::explain_change(
+                            &r.image, image, &view, side, &board, &rivals,
+                        );
+                        obs.picture_rivals = Some(
+                            fits.into_iter()
+                                .flatten()
+                                .zip(rivals)
+                                .map(|(fit, board)| ChangeFit { board, fit })
+                                .collect(),
+                        );
+                    }
+                }
                 if tracing::enabled!(tracing::Level::DEBUG) {
-                    // Scored again with the picture measured: the verdict
-                    // the tracker gets, not the squares' alone.
+                    // The verdict the tracker gets, not the squares' alone.
                     let decided = super::score(pos, obs);
                     trace_close_call(self.last_t_ms.unwrap_or(0), &decided, &board, obs);
                 }
@@ -602,7 +628,9 @@ impl BoardWatcher {
 /// after [`BoardObs::change`] was filled in), the best hypotheses by the
 /// squares, each measured
 /// board's fit to the change in the picture (named by the squares it
-/// changes), and the squares whose picture changed. This is how the
+/// changes), the nearest rivals of a move the picture picked
+/// ([`BoardObs::picture_rivals`], with their margins behind it), and the
+/// squares whose picture changed. This is how the
 /// held-out bench's stalls and wrong commits are traced.
 fn trace_close_call(t_ms: u64, sc: &super::scoring::Scored, before: &Board, obs: &BoardObs) {
     let hypotheses: Vec<String> = sc
@@ -614,26 +642,41 @@ fn trace_close_call(t_ms: u64, sc: &super::scoring::Scored, before: &Board, obs:
             format!("{mv} {:.2} ({:.3})", h.log_likelihood, h.posterior)
         })
         .collect();
+    // A board named by the squares where it differs from `before`.
+    let named = |board: &Board| {
+        let squares: Vec<String> = Square::ALL
+            .into_iter()
+            .filter(|s| board.piece_at(*s) != before.piece_at(*s))
+            .map(|s| s.to_string())
+            .collect();
+        format!("[{}]", squares.join(" "))
+    };
     let changes: Vec<String> = obs
         .change
         .iter()
-        .map(|c| {
-            let squares: Vec<String> = Square::ALL
-                .into_iter()
-                .filter(|s| c.board.piece_at(*s) != before.piece_at(*s))
-                .map(|s| s.to_string())
-                .collect();
-            format!("[{}] {:.3}", squares.join(" "), c.fit.cost)
-        })
+        .map(|c| format!("{} {:.3}", named(&c.board), c.fit.cost))
         .collect();
     let moved: Vec<String> = Square::ALL
         .into_iter()
         .filter(|s| !obs.unchanged.contains(*s))
         .map(|s| s.to_string())
         .collect();
+    // The rivals of a move the picture picked, nearest first: the squares
+    // each changes and its margin behind the pick.
+    let mut rivals: Vec<(f32, String)> = Vec::new();
+    if let Some((picked, others)) = obs.picture_rivals.as_deref().and_then(|r| r.split_first()) {
+        for r in others {
+            let m = picked.fit.margin_to(&r.fit).unwrap_or(f32::NAN);
+            rivals.push((m, format!("{} {m:.3}", named(&r.board))));
+        }
+    }
+    // Those the picture cannot tell from the pick (NaN) last.
+    rivals.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let rivals: Vec<String> = rivals.into_iter().take(4).map(|r| r.1).collect();
     tracing::debug!(
         t_ms,
         verdict = ?sc.verdict,
+        rivals = %rivals.join(", "),
         hypotheses = %hypotheses.join(", "),
         change = %changes.join(", "),
         picture_changed = %moved.join(" "),
