@@ -498,6 +498,28 @@ fn a_capture_whose_victim_is_lifted_first_is_not_taken_for_the_piece_behind_taki
 }
 
 #[test]
+fn a_move_whose_piece_reads_the_other_colour_where_it_landed_is_still_shown_by_the_squares() {
+    // Standard wooden/low bench game: after `d3` the pawn read black on
+    // d3 and d2 (in the queen's shadow) still read white. Occupancy is
+    // read far more reliably than colour: d3 reading occupied shows the
+    // move, and the picture decides it.
+    let pos = Chess::default();
+    let mut obs = obs_of(&pos);
+    obs.set(Square::D3, SquareObs::certain(Occupant::Black));
+    obs.set(
+        Square::D2,
+        SquareObs {
+            bleed_from: Bitboard::from(Square::D1),
+            ..SquareObs::certain(Occupant::White)
+        },
+    );
+    assert_eq!(
+        verdict_move(&pos, &with_change(&pos, &obs, 0.3, &[("d3", 0.01)])),
+        "d2d3"
+    );
+}
+
+#[test]
 fn a_confident_misread_the_picture_contradicts_is_not_committed() {
     // Held-out bench, printed board, angled camera: after ...Rxh5 the
     // rook's base read as White (the captured pawn's colour) and its top as

@@ -692,7 +692,9 @@ fn pick_by_change(obs: &BoardObs, before: &Board, boards: &[Board]) -> Option<us
 /// it puts down must read occupied, or be hidden or seen one square on:
 /// [`unseen_arrival`]) and where the picture did not change
 /// ([`BoardObs::unchanged`]), the rest is as [`excusable`] as ever. But
-/// some square it changes must not confidently read otherwise: a move
+/// some square it changes must not confidently read otherwise (filled or
+/// emptied as the move has it, or in the move's colour where a capture
+/// changed only that): a move
 /// that the squares contradict everywhere it changes the board is the
 /// picture's word alone, and the picture cannot tell a capture half made
 /// from a whole one. Seed-31 wooden/low (game seed 37): the person took
@@ -703,13 +705,23 @@ fn pick_by_change(obs: &BoardObs, before: &Board, boards: &[Board]) -> Option<us
 /// was committed.
 fn agrees_but_where_changed(obs: &BoardObs, before: &Board, board: &Board) -> bool {
     let mut disagreeing = obs.disagreements(board);
-    let changed = Square::ALL
+    // A disagreement contradicts the change where the square was to be
+    // emptied or filled and reads otherwise, or where the colour alone
+    // changed and it reads another (a piece put down in the other colour
+    // is a colour misread, occupancy is read far more reliably).
+    let contradicts = |sq: Square| {
+        disagreeing.iter().any(|d| {
+            let fills_or_empties = before.piece_at(sq).is_some() != board.piece_at(sq).is_some();
+            d.square == sq
+                && (!fills_or_empties
+                    || (d.seen == Occupant::Empty) != (d.expected == Occupant::Empty))
+        })
+    };
+    let changed: Vec<Square> = Square::ALL
         .into_iter()
-        .filter(|&sq| board.piece_at(sq) != before.piece_at(sq));
-    let shown = changed
-        .clone()
-        .any(|sq| !disagreeing.iter().any(|d| d.square == sq));
-    if changed.count() > 0 && !shown {
+        .filter(|&sq| board.piece_at(sq) != before.piece_at(sq))
+        .collect();
+    if !changed.is_empty() && changed.into_iter().all(contradicts) {
         return false;
     }
     disagreeing.retain(|d| {
