@@ -481,7 +481,7 @@ impl BoardWatcher {
                 if tracing::enabled!(tracing::Level::DEBUG) {
                     // The verdict the tracker gets, not the squares' alone.
                     let decided = super::score(pos, obs);
-                    trace_close_call(self.last_t_ms.unwrap_or(0), &decided, &board, obs);
+                    trace_close_call(self.last_t_ms.unwrap_or(0), &decided, pos, obs);
                 }
             }
         }
@@ -632,7 +632,8 @@ impl BoardWatcher {
 /// ([`BoardObs::picture_rivals`], with their margins behind it), and the
 /// squares whose picture changed. This is how the
 /// held-out bench's stalls and wrong commits are traced.
-fn trace_close_call(t_ms: u64, sc: &super::scoring::Scored, before: &Board, obs: &BoardObs) {
+fn trace_close_call(t_ms: u64, sc: &super::scoring::Scored, pos: &Chess, obs: &BoardObs) {
+    let before = pos.board();
     let hypotheses: Vec<String> = sc
         .hypotheses
         .iter()
@@ -667,7 +668,12 @@ fn trace_close_call(t_ms: u64, sc: &super::scoring::Scored, before: &Board, obs:
     if let Some((picked, others)) = obs.picture_rivals.as_deref().and_then(|r| r.split_first()) {
         for r in others {
             let m = picked.fit.margin_to(&r.fit).unwrap_or(f32::NAN);
-            rivals.push((m, format!("{} {m:.3}", named(&r.board))));
+            let ll = sc
+                .hypotheses
+                .iter()
+                .find(|h| super::scoring::board_after(pos, h.mv) == r.board)
+                .map_or(f64::NAN, |h| h.log_likelihood);
+            rivals.push((m, format!("{} {m:.3} ({ll:.2})", named(&r.board))));
         }
     }
     // Those the picture cannot tell from the pick (NaN) last.
