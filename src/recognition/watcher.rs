@@ -673,7 +673,17 @@ fn trace_close_call(t_ms: u64, sc: &super::scoring::Scored, pos: &Chess, obs: &B
                 .iter()
                 .find(|h| super::scoring::board_after(pos, h.mv) == r.board)
                 .map_or(f64::NAN, |h| h.log_likelihood);
-            rivals.push((m, format!("{} {m:.3} ({ll:.2})", named(&r.board))));
+            let apart = picked
+                .fit
+                .samples
+                .iter()
+                .zip(&r.fit.samples)
+                .filter(|(a, b)| a.predicted != b.predicted)
+                .count();
+            rivals.push((
+                m,
+                format!("{} {m:.3} on {apart} ({ll:.2})", named(&r.board)),
+            ));
         }
     }
     // Those the picture cannot tell from the pick (NaN) last.
