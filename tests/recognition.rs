@@ -134,6 +134,14 @@ fn seen_white(obs: &mut BoardObs, sq: Square, from: Bitboard) {
     );
 }
 
+/// A square read certainly as `seen`, in the shadow of a piece on `from`.
+fn in_shadow_of(from: Square, seen: Occupant) -> SquareObs {
+    SquareObs {
+        bleed_from: Bitboard::from(from),
+        ..SquareObs::certain(seen)
+    }
+}
+
 #[test]
 fn phantoms_in_a_piece_shadow_are_excused_and_nowhere_else() {
     // 1. Nf3 seen from low behind White: the knight leans two squares
@@ -355,13 +363,7 @@ fn a_piece_that_reads_empty_where_it_arrived_is_found_by_the_change() {
     let pos = after(&Chess::default(), "e3 e6 a4 Bb4 Ne2 Bxd2+ Nxd2 h6 b3");
     let played = after(&pos, "Kf8");
     let mut obs = obs_of(&played);
-    obs.set(
-        Square::F8,
-        SquareObs {
-            bleed_from: Bitboard::from(Square::F7),
-            ..SquareObs::certain(Occupant::Empty)
-        },
-    );
+    obs.set(Square::F8, in_shadow_of(Square::F7, Occupant::Empty));
     assert!(matches!(
         score(&pos, &obs).verdict,
         Verdict::Unexplained { .. }
@@ -410,13 +412,7 @@ fn a_piece_seen_one_square_on_is_found_by_the_change() {
     let played = after(&pos, "Bc4");
     let mut obs = obs_of(&played);
     obs.set(Square::C4, SquareObs::certain(Occupant::Empty));
-    obs.set(
-        Square::C5,
-        SquareObs {
-            bleed_from: Bitboard::from(Square::C4),
-            ..SquareObs::certain(Occupant::White)
-        },
-    );
+    obs.set(Square::C5, in_shadow_of(Square::C4, Occupant::White));
     let others = [("Be2", 0.45), ("Bd3", 0.4), ("Bb5", 0.4), ("Ba6", 0.45)];
     let mut costs = vec![("Bc4", 0.02)];
     costs.extend(others);
@@ -427,13 +423,7 @@ fn a_piece_seen_one_square_on_is_found_by_the_change() {
     // Seen on c5 as a black piece, or not at all: not the bishop.
     for c5 in [Occupant::Black, Occupant::Empty] {
         let mut o = obs.clone();
-        o.set(
-            Square::C5,
-            SquareObs {
-                bleed_from: Bitboard::from(Square::C4),
-                ..SquareObs::certain(c5)
-            },
-        );
+        o.set(Square::C5, in_shadow_of(Square::C4, c5));
         assert!(
             !matches!(
                 score(&pos, &with_change(&pos, &o, 0.5, &costs)).verdict,
@@ -459,13 +449,7 @@ fn a_capture_whose_victim_is_lifted_first_is_not_taken_for_the_piece_behind_taki
     let mut lifted = pos.board().clone();
     lifted.discard_piece_at(Square::C6);
     let mut obs = BoardObs::of_board(&lifted);
-    obs.set(
-        Square::D7,
-        SquareObs {
-            bleed_from: Bitboard::from(Square::C6),
-            ..SquareObs::certain(Occupant::Black)
-        },
-    );
+    obs.set(Square::D7, in_shadow_of(Square::C6, Occupant::Black));
     for c6_shadow in [Bitboard::EMPTY, Bitboard::from(Square::B7)] {
         let mut o = obs.clone();
         o.set(
@@ -484,13 +468,7 @@ fn a_capture_whose_victim_is_lifted_first_is_not_taken_for_the_piece_behind_taki
     // Once the d7 pawn reads gone, the squares show the capture (its pawn
     // hidden on c6).
     obs.set(Square::D7, SquareObs::certain(Occupant::Empty));
-    obs.set(
-        Square::C6,
-        SquareObs {
-            bleed_from: Bitboard::from(Square::B7),
-            ..SquareObs::certain(Occupant::Empty)
-        },
-    );
+    obs.set(Square::C6, in_shadow_of(Square::B7, Occupant::Empty));
     assert_eq!(
         verdict_move(&pos, &with_change(&pos, &obs, 0.3, &[("dxc6", 0.01)])),
         "d7c6"
@@ -506,13 +484,7 @@ fn a_move_whose_piece_reads_the_other_colour_where_it_landed_is_still_shown_by_t
     let pos = Chess::default();
     let mut obs = obs_of(&pos);
     obs.set(Square::D3, SquareObs::certain(Occupant::Black));
-    obs.set(
-        Square::D2,
-        SquareObs {
-            bleed_from: Bitboard::from(Square::D1),
-            ..SquareObs::certain(Occupant::White)
-        },
-    );
+    obs.set(Square::D2, in_shadow_of(Square::D1, Occupant::White));
     assert_eq!(
         verdict_move(&pos, &with_change(&pos, &obs, 0.3, &[("d3", 0.01)])),
         "d2d3"
