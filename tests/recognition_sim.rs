@@ -501,6 +501,9 @@ fn the_move_played_explains_the_change_in_the_picture() {
             "Kf1 Rf1",
         ),
         ("vinyl", "low", 6, "e4 a6 e5 d5", "exd6", "e6 d4"),
+        // The knight leaves from in front of the g7 pawn: the pawn's
+        // picture changes though black stands there before and after.
+        ("vinyl", "low", 8, "f3 b6 c3 Na6 Na3", "Nf6", "g6 g5"),
         ("printed", "overhead", 7, "d4 Nf6 c4 e6", "Nc3", "Nd2 Na3"),
     ];
     for (board, camera, seed, moves, played, rivals) in cases {

@@ -14,7 +14,8 @@
 //! Each candidate board predicts, for points along the silhouettes of the
 //! pieces it moves, what the camera's sight line meets first (the board,
 //! a white piece or a black piece) before and after, from the camera pose;
-//! where that differs it predicts a change. The picture shows a change
+//! where that differs it predicts a change (where another piece of the
+//! same colour now stands in the way, it cannot say). The picture shows a change
 //! where the brightness moved by more than [`CHANGE_LUMA`]. A change the
 //! candidate does not predict is strong evidence against it (the picture
 //! does not change by itself between two settled frames); a predicted
@@ -87,17 +88,42 @@ fn centre(side: Side, sq: Square) -> [f64; 2] {
 }
 
 /// What a sight line meets first: the board (or the table beyond it), or
-/// a piece of a colour. Pieces of one colour look alike to the change
-/// test, so a black king stepping in front of where it stood changes
-/// nothing where its new picture covers its old one.
+/// a piece of a colour standing on a square.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Meets {
     Board,
-    Piece(Color),
+    Piece(Color, Square),
 }
 
-/// A board's pieces as cylinders: (axis, height, colour).
-type Cylinders = Vec<([f64; 2], f64, Color)>;
+/// What a candidate predicts for one sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Predicts {
+    /// The sight line meets what it met before: no change.
+    Same,
+    /// It meets the board where it met a piece, a piece where it met the
+    /// board, or a piece of the other colour: a change.
+    Change,
+    /// It meets another piece of the colour it met before: whether that
+    /// shows hangs on the two pieces' shapes and shading, which the
+    /// cylinders do not know. Standard bench (vinyl/low robot game): the
+    /// played `...Nf6` uncovered the g7 pawn the g8 knight had stood in
+    /// front of, 8 samples there changed, and predicting "no change" for
+    /// them put `...g6` level with it.
+    Either,
+}
+
+impl Predicts {
+    fn of(was: Meets, now: Meets) -> Predicts {
+        match (was, now) {
+            (a, b) if a == b => Predicts::Same,
+            (Meets::Piece(a, _), Meets::Piece(b, _)) if a == b => Predicts::Either,
+            _ => Predicts::Change,
+        }
+    }
+}
+
+/// A board's pieces as cylinders: (axis, height, colour, square).
+type Cylinders = Vec<([f64; 2], f64, Color, Square)>;
 
 fn cylinders(side: Side, board: &Board) -> Cylinders {
     board
@@ -105,7 +131,7 @@ fn cylinders(side: Side, board: &Board) -> Cylinders {
         .into_iter()
         .filter_map(|q| {
             let piece = board.piece_at(q)?;
-            Some((centre(side, q), role_height(piece.role), piece.color))
+            Some((centre(side, q), role_height(piece.role), piece.color, q))
         })
         .collect()
 }
@@ -123,7 +149,7 @@ fn first_met(view: &Viewpoint, x: [f64; 3], pieces: &Cylinders, radius: f64, sca
     let t_ground = -c[2] / d[2];
     let a = d[0] * d[0] + d[1] * d[1];
     let mut best = (t_ground, Meets::Board);
-    for &(q, h, colour) in pieces {
+    for &(q, h, colour, sq) in pieces {
         let (ox, oy) = (c[0] - q[0], c[1] - q[1]);
         let cc = ox * ox + oy * oy - radius * radius;
         // Where the line is within `radius` of the axis.
@@ -145,7 +171,7 @@ fn first_met(view: &Viewpoint, x: [f64; 3], pieces: &Cylinders, radius: f64, sca
         let t_top = (h * scale - c[2]) / d[2];
         let enter = t1.max(t_top).max(0.0);
         if enter <= t2 && enter < best.0 {
-            best = (enter, Meets::Piece(colour));
+            best = (enter, Meets::Piece(colour, sq));
         }
     }
     best.1
@@ -235,8 +261,8 @@ pub const MIN_PAIR_SAMPLES: usize = 4;
 /// One telling sample as a candidate board sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SampleFit {
-    /// The board predicts a change here.
-    pub predicted: bool,
+    /// What the board predicts here.
+    pub predicted: Predicts,
     /// What the sample costs the board (see [`explain_change`]).
     pub cost: f32,
 }
@@ -332,9 +358,9 @@ pub fn explain_change(
             let Some(was_met) = meets(view, x, &was) else {
                 continue;
             };
-            let predicted: Option<Vec<bool>> = now
+            let predicted: Option<Vec<Predicts>> = now
                 .iter()
-                .map(|c| meets(view, x, c).map(|m| m != was_met))
+                .map(|c| meets(view, x, c).map(|m| Predicts::of(was_met, m)))
                 .collect();
             let Some(predicted) = predicted else {
                 continue;
@@ -346,17 +372,11 @@ pub fn explain_change(
                 continue;
             };
             for (fit, &p) in fits.iter_mut().zip(&predicted) {
-                let cost = if p {
+                let cost = match p {
                     // Predicted: any change nearby will do.
-                    if seen.any {
-                        0.0
-                    } else {
-                        MISSING_WEIGHT
-                    }
-                } else if seen.share > UNPREDICTED_SHARE {
-                    1.0
-                } else {
-                    0.0
+                    Predicts::Change if !seen.any => MISSING_WEIGHT,
+                    Predicts::Same if seen.share > UNPREDICTED_SHARE => 1.0,
+                    _ => 0.0,
                 };
                 fit.samples.push(SampleFit { predicted: p, cost });
             }
@@ -452,7 +472,14 @@ mod tests {
     fn fit(samples: &[(bool, f32)]) -> Fit {
         let samples: Vec<SampleFit> = samples
             .iter()
-            .map(|&(predicted, cost)| SampleFit { predicted, cost })
+            .map(|&(change, cost)| SampleFit {
+                predicted: if change {
+                    Predicts::Change
+                } else {
+                    Predicts::Same
+                },
+                cost,
+            })
             .collect();
         let cost = samples.iter().map(|s| s.cost).sum::<f32>() / samples.len() as f32;
         Fit { cost, samples }

@@ -680,9 +680,35 @@ fn trace_close_call(t_ms: u64, sc: &super::scoring::Scored, pos: &Chess, obs: &B
                 .zip(&r.fit.samples)
                 .filter(|(a, b)| a.predicted != b.predicted)
                 .count();
+            // Of those samples, by each board: predicted (and of those
+            // not seen), and changed where it predicted nothing.
+            let tally = |f: &super::change::Fit, g: &super::change::Fit| {
+                let pairs = f
+                    .samples
+                    .iter()
+                    .zip(&g.samples)
+                    .filter(|(a, b)| a.predicted != b.predicted);
+                let (mut pred, mut missing, mut unpred) = (0, 0, 0);
+                for (a, _) in pairs {
+                    match a.predicted {
+                        super::change::Predicts::Change => {
+                            pred += 1;
+                            missing += usize::from(a.cost > 0.0);
+                        }
+                        super::change::Predicts::Same => unpred += usize::from(a.cost > 0.0),
+                        super::change::Predicts::Either => {}
+                    }
+                }
+                format!("{pred}p{missing}m{unpred}u")
+            };
             rivals.push((
                 m,
-                format!("{} {m:.3} on {apart} ({ll:.2})", named(&r.board)),
+                format!(
+                    "{} {m:.3} on {apart} ({ll:.2}) pick {} rival {}",
+                    named(&r.board),
+                    tally(&picked.fit, &r.fit),
+                    tally(&r.fit, &picked.fit)
+                ),
             ));
         }
     }
