@@ -250,6 +250,16 @@ pub fn record(config: &Config, args: &RecordArgs) -> anyhow::Result<ExitCode> {
                     describe_disagreements(&disagreeing)
                 );
             }
+            TrackEvent::Unsure { candidates, .. } => {
+                let sans: Vec<String> = candidates
+                    .iter()
+                    .map(|m| san_of(game.position(), *m))
+                    .collect();
+                println!(
+                    "{secs:7.2}s  cannot tell the move played apart: one of {} (waiting for the board to show it)",
+                    sans.join(", ")
+                );
+            }
             TrackEvent::Restored { .. } => {
                 println!("{secs:7.2}s  the board shows the position again")
             }

@@ -666,6 +666,43 @@ fn a_move_is_committed_only_after_the_hand_leaves_and_reads_agree() {
 }
 
 #[test]
+fn a_board_that_stays_undecided_is_asked_about_once() {
+    // `...Bd7`, `...Nd7`, `...Qd7`, `...Kd7` read alike at the low view
+    // and nothing in the picture tells them apart: the tracker waits,
+    // then asks which was played, once.
+    let (pos, obs) = bd7_scene();
+    let cfg = TrackerConfig::default();
+    let mut tr = Tracker::new(pos.clone(), cfg);
+    let mut t = 0;
+    // A hand made the move, then left.
+    assert!(feed(&mut tr, &mut t, &obs, 5, true).is_empty());
+    let hand_left = t;
+    let ev = feed(&mut tr, &mut t, &obs, 150, false);
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    let TrackEvent::Unsure { candidates, t_ms } = &ev[0] else {
+        panic!("{ev:?}");
+    };
+    assert!(*t_ms - hand_left >= cfg.unsure_after_ms, "{t_ms}");
+    assert!(*t_ms - hand_left < cfg.unsure_after_ms + 200, "{t_ms}");
+    let mut ucis: Vec<String> = candidates.iter().map(|m| uci_of(*m)).collect();
+    ucis.sort();
+    assert_eq!(
+        ucis,
+        ["b8d7", "c8d7", "d8d7", "e8d7"].map(String::from),
+        "{ucis:?}"
+    );
+    // Nothing was committed: the position is still the one before.
+    assert_eq!(tr.position().board(), pos.board());
+    // Another visit of the hand, the same board: asked again.
+    assert!(feed(&mut tr, &mut t, &obs, 5, true).is_empty());
+    let again = feed(&mut tr, &mut t, &obs, 150, false);
+    assert!(
+        matches!(again[..], [TrackEvent::Unsure { .. }]),
+        "{again:?}"
+    );
+}
+
+#[test]
 fn castling_in_two_motions_is_one_move_not_a_king_move() {
     let pos = position_from_fen("r3k2r/pppppppp/8/8/8/8/PPPPPPPP/R3K2R w KQkq - 0 1").unwrap();
     let mut tr = Tracker::new(pos.clone(), TrackerConfig::default());

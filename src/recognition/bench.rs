@@ -44,7 +44,8 @@ pub struct SimGame {
     pub blind: Option<(usize, usize)>,
     /// The person answers: a report of a board the watcher cannot explain
     /// (a lost track, a misread it cannot get past; not their own illegal
-    /// move, which they take back on the board) is answered
+    /// move, which they take back on the board), or a question about a
+    /// board it cannot decide ([`TrackEvent::Unsure`]), is answered
     /// [`ANSWER_MS`] later by confirming the position, as the service lets
     /// a person do. `false`: nobody answers, and a lost track stays lost.
     pub answers: bool,
@@ -286,7 +287,9 @@ pub fn watch_sim_game_with(
                         commits.push((mv, truth.time_ms, Via::Own));
                     }
                 }
-                TrackEvent::Unexplained { .. } | TrackEvent::RobotMoveMismatch { .. }
+                TrackEvent::Unexplained { .. }
+                | TrackEvent::RobotMoveMismatch { .. }
+                | TrackEvent::Unsure { .. }
                     if game.answers && !illegal_shown && asked_ms.is_none() =>
                 {
                     asked_ms = Some(truth.time_ms);

@@ -13,7 +13,11 @@
 
 use shakmaty::{Board, Chess, Color, Move, Position};
 
-use super::scoring::{held_and_reply, resync, score, BoardObs, Disagreement, Verdict};
+use super::scoring::{contenders, held_and_reply, resync, score, BoardObs, Disagreement, Verdict};
+
+/// Most moves a question about an undecided board offers
+/// ([`TrackEvent::Unsure`]): as many as a person takes in at a glance.
+pub const UNSURE_CANDIDATES: usize = 4;
 
 /// Tuning of the tracker.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
@@ -27,6 +31,14 @@ pub struct TrackerConfig {
     /// piece paused on an intermediate square of a slide is not taken for
     /// the move (people pause well under this while sliding).
     pub settle_ms: u64,
+    /// A settled board that stays a close call between legal moves
+    /// ([`Verdict::Uncertain`]) this long is asked about
+    /// ([`TrackEvent::Unsure`]): twice the longest hold a decision waits
+    /// for (`half_castling_ms`, `colour_excused_ms`), so that no move the
+    /// tracker would still commit on its own is asked. Standard bench
+    /// (vinyl/low robot game, tenth session's code): a refused `...Nf6`
+    /// was never asked, and the robot's next move lost the game's track.
+    pub unsure_after_ms: u64,
     /// A settled board that matches nothing is reported after this long.
     /// People who notice their own illegal move take it back within about
     /// a second (the simulator's script holds it 0.8-1.5 s); the robot
@@ -63,6 +75,7 @@ impl Default for TrackerConfig {
             settled_reads: 3,
             settle_ms: 250,
             unexplained_after_ms: 500,
+            unsure_after_ms: 3_000,
             in_progress_patience_ms: 8_000,
             max_resync_plies: 4,
             half_castling_ms: 1_500,
@@ -95,6 +108,10 @@ pub enum TrackEvent {
     /// by putting the piece down beside the square, taking the captured
     /// piece off, then pushing it in). `was` is replaced by `now`.
     Amended { was: Move, now: Move, t_ms: u64 },
+    /// The board has settled, but the legal moves it may show cannot be
+    /// told apart (the best first, at most [`UNSURE_CANDIDATES`]; "nothing
+    /// changed" may be one too): the person should say which was played.
+    Unsure { candidates: Vec<Move>, t_ms: u64 },
     /// The robot's move is on the board as planned.
     RobotMoveVerified { t_ms: u64 },
     /// The robot's move is not on the board as planned.
@@ -128,6 +145,8 @@ pub struct Tracker {
     count: usize,
     since_ms: u64,
     reported_unexplained: bool,
+    /// The person was asked about the settled board ([`TrackEvent::Unsure`]).
+    reported_unsure: bool,
     /// The unexplained board a resync was last searched for.
     resync_tried: Option<Vec<Disagreement>>,
     /// The current unexplained board (its squares) and since when it has
@@ -204,6 +223,7 @@ impl Tracker {
             count: 0,
             since_ms: 0,
             reported_unexplained: false,
+            reported_unsure: false,
             history: std::collections::VecDeque::new(),
             resync_tried: None,
             unexplained_board: None,
@@ -278,6 +298,7 @@ impl Tracker {
         self.key = None;
         self.count = 0;
         self.reported_unexplained = false;
+        self.reported_unsure = false;
         self.hand_visits = 0;
         self.colour_held = None;
         self.held = None;
@@ -317,6 +338,7 @@ impl Tracker {
             self.count = 0;
             self.still_since_decision = false;
             self.unexplained_board = None;
+            self.reported_unsure = false;
             return None;
         }
         // The robot's move is the exception: it is expected, and the board
@@ -433,6 +455,20 @@ impl Tracker {
                 }
                 self.reported_unexplained = true;
                 Some(TrackEvent::Unexplained { disagreeing, t_ms })
+            }
+            Verdict::Uncertain
+                if agreed && !self.reported_unsure && held_ms >= self.cfg.unsure_after_ms =>
+            {
+                let candidates: Vec<Move> = contenders(&scored.hypotheses)
+                    .iter()
+                    .filter_map(|h| h.mv)
+                    .take(UNSURE_CANDIDATES)
+                    .collect();
+                if candidates.is_empty() {
+                    return None;
+                }
+                self.reported_unsure = true;
+                Some(TrackEvent::Unsure { candidates, t_ms })
             }
             _ => None,
         }

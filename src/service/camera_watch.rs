@@ -214,6 +214,18 @@ impl CameraWatch {
                     self.mark = GameMark::of(core);
                 }
             }
+            TrackEvent::Unsure { candidates, .. } => {
+                let sans: Option<Vec<String>> = core.session().map(|s| {
+                    let pos = s.game().position();
+                    candidates.iter().map(|m| san_of(pos, *m)).collect()
+                });
+                if let Some(sans) = sans {
+                    effects.extend(core.notify(format!(
+                        "I cannot tell which move was played: {}. Please enter it on screen.",
+                        one_of(&sans)
+                    )));
+                }
+            }
             TrackEvent::Restored { .. } => {
                 effects.extend(core.notify("The board matches the game again.".into()));
             }
@@ -272,5 +284,14 @@ impl CameraWatch {
             }
         }
         played
+    }
+}
+
+/// "a", "a or b", "a, b or c".
+fn one_of(items: &[String]) -> String {
+    match items.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
     }
 }
