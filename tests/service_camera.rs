@@ -431,3 +431,33 @@ fn an_amended_move_is_replaced_when_recording_and_asked_about_when_playing() {
         "{said:?}"
     );
 }
+
+#[test]
+fn an_undecided_board_is_asked_about_with_its_candidate_moves_and_nothing_is_played() {
+    use chessbot::recognition::TrackEvent;
+    let start = Chess::default();
+    let dir = tempfile::tempdir().unwrap();
+    let mut core = core_in(dir.path());
+    core.new_game(new_game(Mode::Record), 0).unwrap();
+    let mut watch = CameraWatch::new(WatcherConfig::default());
+    watch.sync(&core);
+    let candidates = ["e3", "e4", "Nf3"].map(|m| parse_move(&start, m).unwrap());
+    let unsure = TrackEvent::Unsure {
+        candidates: candidates.to_vec(),
+        t_ms: 4000,
+    };
+    let (effects, _) = watch.apply(&mut core, &event_frame(unsure), 4000);
+    let said: Vec<String> = effects
+        .into_iter()
+        .filter_map(|e| match e {
+            Effect::Say(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        said.iter()
+            .any(|s| s.contains("which move was played: e3, e4 or Nf3")),
+        "{said:?}"
+    );
+    assert!(core.session().unwrap().game().moves().is_empty());
+}
