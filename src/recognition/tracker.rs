@@ -35,9 +35,10 @@ pub struct TrackerConfig {
     /// ([`Verdict::Uncertain`]) this long is asked about
     /// ([`TrackEvent::Unsure`]): twice the longest hold a decision waits
     /// for (`half_castling_ms`, `colour_excused_ms`), so that no move the
-    /// tracker would still commit on its own is asked. Standard bench
-    /// (vinyl/low robot game, tenth session's code): a refused `...Nf6`
-    /// was never asked, and the robot's next move lost the game's track.
+    /// tracker would still commit on its own is asked. Seed-21 bench
+    /// (vinyl/angled, traced to 30 plies): White's `Bf1` read f1 empty,
+    /// the squares tied the bishop's three retreats with "nothing
+    /// changed", the picture could not tell, and the game waited silently.
     pub unsure_after_ms: u64,
     /// A settled board that matches nothing is reported after this long.
     /// People who notice their own illegal move take it back within about
@@ -109,8 +110,9 @@ pub enum TrackEvent {
     /// piece off, then pushing it in). `was` is replaced by `now`.
     Amended { was: Move, now: Move, t_ms: u64 },
     /// The board has settled, but the legal moves it may show cannot be
-    /// told apart (the best first, at most [`UNSURE_CANDIDATES`]; "nothing
-    /// changed" may be one too): the person should say which was played.
+    /// told apart (the best first, at most [`UNSURE_CANDIDATES`]; that
+    /// nothing was played yet may be as likely, and is not listed): the
+    /// person should say which was played.
     Unsure { candidates: Vec<Move>, t_ms: u64 },
     /// The robot's move is on the board as planned.
     RobotMoveVerified { t_ms: u64 },
