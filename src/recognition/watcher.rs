@@ -652,10 +652,21 @@ fn trace_close_call(t_ms: u64, sc: &super::scoring::Scored, pos: &Chess, obs: &B
             .collect();
         format!("[{}]", squares.join(" "))
     };
+    // Each measured board against the one that fits best: its samples
+    // tallied where the two differ ([`tally`]).
+    let best = obs
+        .change
+        .iter()
+        .min_by(|a, b| a.fit.cost.total_cmp(&b.fit.cost));
     let changes: Vec<String> = obs
         .change
         .iter()
-        .map(|c| format!("{} {:.3}", named(&c.board), c.fit.cost))
+        .map(|c| {
+            let against = best
+                .filter(|b| b.board != c.board)
+                .map_or(String::new(), |b| format!(" {}", tally(&c.fit, &b.fit)));
+            format!("{} {:.3}{against}", named(&c.board), c.fit.cost)
+        })
         .collect();
     let moved: Vec<String> = Square::ALL
         .into_iter()
@@ -680,27 +691,6 @@ fn trace_close_call(t_ms: u64, sc: &super::scoring::Scored, pos: &Chess, obs: &B
                 .zip(&r.fit.samples)
                 .filter(|(a, b)| a.predicted != b.predicted)
                 .count();
-            // Of those samples, by each board: predicted (and of those
-            // not seen), and changed where it predicted nothing.
-            let tally = |f: &super::change::Fit, g: &super::change::Fit| {
-                let pairs = f
-                    .samples
-                    .iter()
-                    .zip(&g.samples)
-                    .filter(|(a, b)| a.predicted != b.predicted);
-                let (mut pred, mut missing, mut unpred) = (0, 0, 0);
-                for (a, _) in pairs {
-                    match a.predicted {
-                        super::change::Predicts::Change => {
-                            pred += 1;
-                            missing += usize::from(a.cost > 0.0);
-                        }
-                        super::change::Predicts::Same => unpred += usize::from(a.cost > 0.0),
-                        super::change::Predicts::Either => {}
-                    }
-                }
-                format!("{pred}p{missing}m{unpred}u")
-            };
             rivals.push((
                 m,
                 format!(
@@ -724,6 +714,30 @@ fn trace_close_call(t_ms: u64, sc: &super::scoring::Scored, pos: &Chess, obs: &B
         picture_changed = %moved.join(" "),
         "close call"
     );
+}
+
+/// How `f` fares on the samples where it and `g` predict differently:
+/// `{n}p{m}m{u}u`, n changes predicted and m of them not seen, u changes
+/// seen where it predicted none (see [`super::change::explain_change`]).
+fn tally(f: &super::change::Fit, g: &super::change::Fit) -> String {
+    use super::change::Predicts;
+    let (mut pred, mut missing, mut unpred) = (0, 0, 0);
+    for (a, _) in f
+        .samples
+        .iter()
+        .zip(&g.samples)
+        .filter(|(a, b)| a.predicted != b.predicted)
+    {
+        match a.predicted {
+            Predicts::Change => {
+                pred += 1;
+                missing += usize::from(a.cost > 0.0);
+            }
+            Predicts::Same => unpred += usize::from(a.cost > 0.0),
+            Predicts::Either => {}
+        }
+    }
+    format!("{pred}p{missing}m{unpred}u")
 }
 
 /// Per square (a1 = 0), the squares whose piece can make it look occupied
