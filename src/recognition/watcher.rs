@@ -652,8 +652,8 @@ fn trace_close_call(t_ms: u64, sc: &super::scoring::Scored, pos: &Chess, obs: &B
             .collect();
         format!("[{}]", squares.join(" "))
     };
-    // Each measured board against the one that fits best: its samples
-    // tallied where the two differ ([`tally`]).
+    // Each measured board against the one that fits best: the samples
+    // where the two differ tallied for it, then for the best ([`tally`]).
     let best = obs
         .change
         .iter()
@@ -664,7 +664,9 @@ fn trace_close_call(t_ms: u64, sc: &super::scoring::Scored, pos: &Chess, obs: &B
         .map(|c| {
             let against = best
                 .filter(|b| b.board != c.board)
-                .map_or(String::new(), |b| format!(" {}", tally(&c.fit, &b.fit)));
+                .map_or(String::new(), |b| {
+                    format!(" {}/{}", tally(&c.fit, &b.fit), tally(&b.fit, &c.fit))
+                });
             format!("{} {:.3}{against}", named(&c.board), c.fit.cost)
         })
         .collect();
