@@ -382,6 +382,17 @@ fn event_frame(event: chessbot::recognition::TrackEvent) -> chessbot::recognitio
 /// An amended move replaces the recorded one in record mode; in play mode
 /// (the engine may be answering it already) the person is asked instead
 /// and the game is left as it was.
+/// What the service says among `effects`.
+fn spoken(effects: Vec<Effect>) -> Vec<String> {
+    effects
+        .into_iter()
+        .filter_map(|e| match e {
+            Effect::Say(t) => Some(t),
+            _ => None,
+        })
+        .collect()
+}
+
 #[test]
 fn an_amended_move_is_replaced_when_recording_and_asked_about_when_playing() {
     use chessbot::recognition::TrackEvent;
@@ -407,13 +418,7 @@ fn an_amended_move_is_replaced_when_recording_and_asked_about_when_playing() {
             t_ms: 3000,
         };
         let (effects, _) = watch.apply(&mut core, &event_frame(amended), 3000);
-        let said: Vec<String> = effects
-            .into_iter()
-            .filter_map(|e| match e {
-                Effect::Say(t) => Some(t),
-                _ => None,
-            })
-            .collect();
+        let said = spoken(effects);
         let game = core.session().unwrap().game();
         let moves: Vec<String> = game.moves().iter().map(|m| m.san.clone()).collect();
         (moves, said)
@@ -447,13 +452,7 @@ fn an_undecided_board_is_asked_about_with_its_candidate_moves_and_nothing_is_pla
         t_ms: 4000,
     };
     let (effects, _) = watch.apply(&mut core, &event_frame(unsure), 4000);
-    let said: Vec<String> = effects
-        .into_iter()
-        .filter_map(|e| match e {
-            Effect::Say(t) => Some(t),
-            _ => None,
-        })
-        .collect();
+    let said = spoken(effects);
     assert!(
         said.iter()
             .any(|s| s.contains("which move was played: e3, e4 or Nf3")),
