@@ -225,6 +225,30 @@ fn moves_the_squares_cannot_tell_apart_are_told_by_the_change_in_the_picture() {
     }
 }
 
+#[test]
+fn a_move_the_picture_picks_may_not_empty_or_fill_a_square_whose_picture_did_not_change() {
+    // The picture fits `...Bd7` best, but says c8 (which it empties) or
+    // d7 (which it fills) looks exactly as before: not committed. A square
+    // it leaves alone looking as before is no objection.
+    let (pos, obs) = bd7_scene();
+    let moves = [("Bd7", 0.05), ("Nd7", 0.5), ("Qd7", 0.45), ("Kd7", 0.5)];
+    let with_unchanged = |sq: Square| {
+        let mut o = with_change(&pos, &obs, 0.6, &moves);
+        o.unchanged = Bitboard::from(sq);
+        score(&pos, &o).verdict
+    };
+    assert_eq!(with_unchanged(Square::C8), Verdict::Uncertain);
+    assert_eq!(with_unchanged(Square::D7), Verdict::Uncertain);
+    assert_eq!(
+        verdict_move(&pos, &{
+            let mut o = with_change(&pos, &obs, 0.6, &moves);
+            o.unchanged = Bitboard::from(Square::H2);
+            o
+        }),
+        "c8d7"
+    );
+}
+
 /// After 1. c3 d6 2. e3 Bd7, seen from low behind White: the back rank is in
 /// the shadow of the seventh, and c8 (empty now) still looks occupied.
 /// Bd7, Nd7, Qd7 and Kd7 explain the squares equally well.

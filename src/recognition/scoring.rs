@@ -721,7 +721,20 @@ fn agrees_but_where_changed(obs: &BoardObs, before: &Board, board: &Board) -> bo
         .into_iter()
         .filter(|&sq| board.piece_at(sq) != before.piece_at(sq))
         .collect();
-    if !changed.is_empty() && changed.into_iter().all(contradicts) {
+    if !changed.is_empty() && changed.iter().all(|&sq| contradicts(sq)) {
+        return false;
+    }
+    // Nor may it fill or empty a square whose picture did not change at
+    // all: that a piece left or arrived is the one thing the picture shows
+    // best. Seed-11 vinyl/overhead (game seed 12, ply 12): while the
+    // person's hand took White's bishop off a6 (still, unseen by the
+    // motion detector), a7 read occupied and the picture changed on a6
+    // and a7; `...Ra7` fitted it at 0.0, its rook's samples on a8 counted
+    // as seen from the change beside them, and it was committed though
+    // a8 had not changed.
+    if changed.iter().any(|&sq| {
+        before.piece_at(sq).is_some() != board.piece_at(sq).is_some() && obs.unchanged.contains(sq)
+    }) {
         return false;
     }
     disagreeing.retain(|d| {
