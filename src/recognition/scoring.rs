@@ -709,11 +709,12 @@ fn agrees_but_where_changed(obs: &BoardObs, before: &Board, board: &Board) -> bo
     // emptied or filled and reads otherwise, or where the colour alone
     // changed and it reads another (a piece put down in the other colour
     // is a colour misread, occupancy is read far more reliably).
+    let fills_or_empties =
+        |sq: Square| before.piece_at(sq).is_some() != board.piece_at(sq).is_some();
     let contradicts = |sq: Square| {
         disagreeing.iter().any(|d| {
-            let fills_or_empties = before.piece_at(sq).is_some() != board.piece_at(sq).is_some();
             d.square == sq
-                && (!fills_or_empties
+                && (!fills_or_empties(sq)
                     || (d.seen == Occupant::Empty) != (d.expected == Occupant::Empty))
         })
     };
@@ -732,9 +733,10 @@ fn agrees_but_where_changed(obs: &BoardObs, before: &Board, board: &Board) -> bo
     // and a7; `...Ra7` fitted it at 0.0, its rook's samples on a8 counted
     // as seen from the change beside them, and it was committed though
     // a8 had not changed.
-    if changed.iter().any(|&sq| {
-        before.piece_at(sq).is_some() != board.piece_at(sq).is_some() && obs.unchanged.contains(sq)
-    }) {
+    if changed
+        .iter()
+        .any(|&sq| fills_or_empties(sq) && obs.unchanged.contains(sq))
+    {
         return false;
     }
     disagreeing.retain(|d| {
