@@ -35,6 +35,24 @@ fn shadowed(obs: &SquareObs, board: &Board) -> bool {
     (obs.bleed_from & board.occupied()).any()
 }
 
+/// Probability that a square is emptied while its picture does not change
+/// ([`super::change::unchanged_squares`], which samples the silhouette of
+/// the piece that stood there): a piece leaving is what the picture shows
+/// best. Measured on the standard bench (9 x 20, every settled frame
+/// whose squares read a move, 162 moves): 1 of 1763 squares emptied
+/// looked unchanged (a frame of the printed/low `Rxh2` on which "nothing
+/// changed" fitted the picture best); taken as a confidently read square
+/// ([`MIN_SQUARE_PROB`]). Filling is not counted: an empty square is
+/// sampled up to a king's height, and a pawn put on it changes too little
+/// of that (28 of 1273 filled squares looked unchanged; printed/angled:
+/// `d4`, `c3` and `e3` on every frame).
+/// Seed-11 vinyl/angled (game seed 15, ply 24): the bishop went from f8,
+/// behind the king on f7, to g7; `...Bg7` and `...Kg7` tied on the squares
+/// (each leaves one shadowed square reading occupied) and on the picture,
+/// though f7's picture had not changed, and the game stalled for its last
+/// 26 moves.
+pub const UNCHANGED_EMPTIED_PROB: f64 = 0.001;
+
 /// A square's state is "confidently" read when its top class has at least
 /// this probability; below, it never counts as disagreeing (an uncertain
 /// square is a reason to wait, not evidence of an illegal move).
@@ -149,6 +167,11 @@ pub struct BoardObs {
     /// Squares whose picture has not changed since that frame
     /// ([`super::change::unchanged_squares`]); empty when not measured.
     pub unchanged: Bitboard,
+    /// The squares occupied in the position that frame showed, when
+    /// `unchanged` was measured against it: a board that empties an
+    /// unchanged square is then unlikely ([`UNCHANGED_EMPTIED_PROB`]).
+    /// `None` when not known (`unchanged` then only excuses misreads).
+    pub reference_occupied: Option<Bitboard>,
     /// Squares whose picture changed since that frame (the complement of
     /// `unchanged`: squares with too few samples to tell count as
     /// changed), measured on a board no move explains so that the
@@ -176,6 +199,7 @@ impl BoardObs {
             squares,
             change: Vec::new(),
             unchanged: Bitboard::EMPTY,
+            reference_occupied: None,
             changed_in_picture: Bitboard::EMPTY,
             picture_rivals: None,
         }
@@ -243,8 +267,11 @@ impl BoardObs {
     /// Sum over the visible squares of ln `prob(p, want, shadowed)`: `p` is
     /// the probability vision gave to what `board` has there (`want`), and
     /// `shadowed` whether one of `board`'s pieces can bleed into it.
+    /// Plus, where the picture was measured against a reference frame, ln
+    /// [`UNCHANGED_EMPTIED_PROB`] for every square whose picture did not
+    /// change and that `board` empties.
     fn sum_terms(&self, board: &Board, prob: impl Fn(f64, Occupant, bool) -> f64) -> f64 {
-        Square::ALL
+        let squares: f64 = Square::ALL
             .iter()
             .filter(|sq| !self.get(**sq).occluded)
             .map(|&sq| {
@@ -252,7 +279,11 @@ impl BoardObs {
                 let want = Occupant::of(board, sq);
                 prob(f64::from(obs.p(want)), want, shadowed(obs, board)).ln()
             })
-            .sum()
+            .sum();
+        let emptied = self
+            .reference_occupied
+            .map_or(0, |was| (was & !board.occupied() & self.unchanged).count());
+        squares + emptied as f64 * UNCHANGED_EMPTIED_PROB.ln()
     }
 
     /// Squares whose confident reading contradicts `board`, with what was

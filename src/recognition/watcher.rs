@@ -451,6 +451,7 @@ impl BoardWatcher {
                     .map(|(fit, board)| ChangeFit { board, fit })
                     .collect();
                 obs.unchanged = unchanged;
+                obs.reference_occupied = Some(board.occupied());
                 // Scored again with the picture measured: a move the
                 // picture picked, and the squares had not, must also beat
                 // every other legal move in the picture.
