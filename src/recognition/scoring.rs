@@ -168,8 +168,9 @@ pub struct BoardObs {
     /// ([`super::change::unchanged_squares`]); empty when not measured.
     pub unchanged: Bitboard,
     /// The squares occupied in the position that frame showed, when
-    /// `unchanged` was measured against it: a board that empties an
-    /// unchanged square is then unlikely ([`UNCHANGED_EMPTIED_PROB`]).
+    /// `unchanged` was measured against it: a move that empties an
+    /// unchanged square is then unlikely
+    /// ([`BoardObs::unchanged_emptied_log`]).
     /// `None` when not known (`unchanged` then only excuses misreads).
     pub reference_occupied: Option<Bitboard>,
     /// Squares whose picture changed since that frame (the complement of
@@ -267,11 +268,8 @@ impl BoardObs {
     /// Sum over the visible squares of ln `prob(p, want, shadowed)`: `p` is
     /// the probability vision gave to what `board` has there (`want`), and
     /// `shadowed` whether one of `board`'s pieces can bleed into it.
-    /// Plus, where the picture was measured against a reference frame, ln
-    /// [`UNCHANGED_EMPTIED_PROB`] for every square whose picture did not
-    /// change and that `board` empties.
     fn sum_terms(&self, board: &Board, prob: impl Fn(f64, Occupant, bool) -> f64) -> f64 {
-        let squares: f64 = Square::ALL
+        Square::ALL
             .iter()
             .filter(|sq| !self.get(**sq).occluded)
             .map(|&sq| {
@@ -279,11 +277,41 @@ impl BoardObs {
                 let want = Occupant::of(board, sq);
                 prob(f64::from(obs.p(want)), want, shadowed(obs, board)).ln()
             })
-            .sum();
-        let emptied = self
-            .reference_occupied
-            .map_or(0, |was| (was & !board.occupied() & self.unchanged).count());
-        squares + emptied as f64 * UNCHANGED_EMPTIED_PROB.ln()
+            .sum()
+    }
+
+    /// Where the picture was measured against a reference frame: ln
+    /// [`UNCHANGED_EMPTIED_PROB`] for every square `board` empties whose
+    /// piece still shows there ([`BoardObs::still_looks_occupied`]); 0
+    /// when not measured. Added to [`BoardObs::log_likelihood`] when one
+    /// move is scored ([`score`]), not in the lost-track search: a piece
+    /// leaving from in front of another of its colour can leave the
+    /// picture as it was (seed-31 wooden/low, game seed 37: the bishop
+    /// taking on d2 from h6, in front of the h7 pawn at the low view),
+    /// and the search, weighing lines that empty several squares, lost
+    /// the true `b4 Bxd2+` to it and the game its last 26 moves.
+    pub fn unchanged_emptied_log(&self, board: &Board) -> f64 {
+        let emptied = self.reference_occupied.map_or(0, |was| {
+            (was & !board.occupied() & self.unchanged)
+                .into_iter()
+                .filter(|&sq| self.still_looks_occupied(sq))
+                .count()
+        });
+        emptied as f64 * UNCHANGED_EMPTIED_PROB.ln()
+    }
+
+    /// Whether the piece that stood on `sq` when the picture was last
+    /// seen still shows there: its picture did not change and the square
+    /// reads occupied confidently ([`CONFIDENT_STATE`]). Where it reads
+    /// empty the piece never showed (a cream bishop on a cream square of
+    /// the vinyl board, seen from above: seed-31 vinyl/overhead, game seed
+    /// 32, ply 11, `Bxd5` from g2), and where it reads occupied only
+    /// faintly it may be hidden behind nearer pieces, whose picture is what
+    /// did not change (seed-31 wooden/low, game seed 37: `...gxh4` from
+    /// g5, seen past White's pawns): either way an unchanged picture says
+    /// nothing of whether the piece left.
+    fn still_looks_occupied(&self, sq: Square) -> bool {
+        self.unchanged.contains(sq) && self.get(sq).p(Occupant::Empty) <= 1.0 - CONFIDENT_STATE
     }
 
     /// Squares whose confident reading contradicts `board`, with what was
@@ -446,17 +474,18 @@ pub fn board_after(pos: &Chess, mv: Option<Move>) -> Board {
 
 /// Scores every legal move and "nothing changed" against `obs`.
 pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
+    let ll = |board: &Board| obs.log_likelihood(board) + obs.unchanged_emptied_log(board);
     let mut hypotheses: Vec<Hypothesis> = distinct_moves(pos)
         .into_iter()
         .map(|m| Hypothesis {
             mv: Some(m),
-            log_likelihood: obs.log_likelihood(&board_after(pos, Some(m))),
+            log_likelihood: ll(&board_after(pos, Some(m))),
             posterior: 0.0,
         })
         .collect();
     hypotheses.push(Hypothesis {
         mv: None,
-        log_likelihood: obs.log_likelihood(pos.board()),
+        log_likelihood: ll(pos.board()),
         posterior: 0.0,
     });
     let max = hypotheses
@@ -763,10 +792,15 @@ fn agrees_but_where_changed(obs: &BoardObs, before: &Board, board: &Board) -> bo
     // motion detector), a7 read occupied and the picture changed on a6
     // and a7; `...Ra7` fitted it at 0.0, its rook's samples on a8 counted
     // as seen from the change beside them, and it was committed though
-    // a8 had not changed.
+    // a8 had not changed. A piece that never showed (its square reads
+    // empty) may have left unseen ([`BoardObs::still_looks_occupied`]).
+    let shows_as_before = |sq: Square| match before.piece_at(sq) {
+        Some(_) => obs.still_looks_occupied(sq),
+        None => obs.unchanged.contains(sq),
+    };
     if changed
         .iter()
-        .any(|&sq| fills_or_empties(sq) && obs.unchanged.contains(sq))
+        .any(|&sq| fills_or_empties(sq) && shows_as_before(sq))
     {
         return false;
     }
