@@ -239,6 +239,12 @@ fn a_move_the_picture_picks_may_not_empty_or_fill_a_square_whose_picture_did_not
     };
     assert_eq!(with_unchanged(Square::C8), Verdict::Uncertain);
     assert_eq!(with_unchanged(Square::D7), Verdict::Uncertain);
+    // Unless the piece it empties never clearly showed there (c8 reads as
+    // likely empty as not): its leaving may not have changed the picture.
+    let mut faint_c8 = with_change(&pos, &obs, 0.6, &moves);
+    faint_c8.set(Square::C8, SquareObs::of_probs(0.5, 0.0, 0.5));
+    faint_c8.unchanged = Bitboard::from(Square::C8);
+    assert_eq!(verdict_move(&pos, &faint_c8), "c8d7");
     assert_eq!(
         verdict_move(&pos, &{
             let mut o = with_change(&pos, &obs, 0.6, &moves);
