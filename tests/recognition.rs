@@ -271,10 +271,7 @@ fn a_square_whose_picture_did_not_change_keeps_its_occupancy() {
     obs.set(Square::F8, reads(0.02, Square::F7));
     // How much better `...Bg7` explains the squares than `...Kg7`.
     let lead = |o: &BoardObs| {
-        let ll = |san: &str| {
-            let board = after(&pos, san).board().clone();
-            o.log_likelihood(&board) + o.unchanged_emptied_log(&board)
-        };
+        let ll = |san: &str| o.one_move_log_likelihood(after(&pos, san).board());
         ll("Bg7") - ll("Kg7")
     };
     assert!(lead(&obs).abs() < 1e-9, "{}", lead(&obs));

@@ -172,7 +172,8 @@ pub struct BoardObs {
     /// `unchanged` was measured against it: a move that empties an
     /// unchanged square is then unlikely
     /// ([`BoardObs::unchanged_emptied_log`]).
-    /// `None` when not known (`unchanged` then only excuses misreads).
+    /// `None` when not known (`unchanged` then only excuses misreads and
+    /// vetoes picture picks).
     pub reference_occupied: Option<Bitboard>,
     /// Squares whose picture changed since that frame (the complement of
     /// `unchanged`: squares with too few samples to tell count as
@@ -293,12 +294,19 @@ impl BoardObs {
     /// the true `b4 Bxd2+` to it and the game its last 26 moves.
     pub fn unchanged_emptied_log(&self, board: &Board) -> f64 {
         let emptied = self.reference_occupied.map_or(0, |was| {
-            (was & !board.occupied() & self.unchanged)
+            (was & !board.occupied())
                 .into_iter()
                 .filter(|&sq| self.still_looks_occupied(sq))
                 .count()
         });
         emptied as f64 * UNCHANGED_EMPTIED_PROB.ln()
+    }
+
+    /// The log-likelihood [`score`] gives one move's (or no move's) board:
+    /// [`BoardObs::log_likelihood`] plus
+    /// [`BoardObs::unchanged_emptied_log`].
+    pub fn one_move_log_likelihood(&self, board: &Board) -> f64 {
+        self.log_likelihood(board) + self.unchanged_emptied_log(board)
     }
 
     /// Whether the piece that stood on `sq` when the picture was last
@@ -475,18 +483,17 @@ pub fn board_after(pos: &Chess, mv: Option<Move>) -> Board {
 
 /// Scores every legal move and "nothing changed" against `obs`.
 pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
-    let ll = |board: &Board| obs.log_likelihood(board) + obs.unchanged_emptied_log(board);
     let mut hypotheses: Vec<Hypothesis> = distinct_moves(pos)
         .into_iter()
         .map(|m| Hypothesis {
             mv: Some(m),
-            log_likelihood: ll(&board_after(pos, Some(m))),
+            log_likelihood: obs.one_move_log_likelihood(&board_after(pos, Some(m))),
             posterior: 0.0,
         })
         .collect();
     hypotheses.push(Hypothesis {
         mv: None,
-        log_likelihood: ll(pos.board()),
+        log_likelihood: obs.one_move_log_likelihood(pos.board()),
         posterior: 0.0,
     });
     let max = hypotheses
@@ -793,8 +800,9 @@ fn agrees_but_where_changed(obs: &BoardObs, before: &Board, board: &Board) -> bo
     // motion detector), a7 read occupied and the picture changed on a6
     // and a7; `...Ra7` fitted it at 0.0, its rook's samples on a8 counted
     // as seen from the change beside them, and it was committed though
-    // a8 had not changed. A piece that never showed (its square reads
-    // empty) may have left unseen ([`BoardObs::still_looks_occupied`]).
+    // a8 had not changed. A piece that never clearly showed (its square
+    // does not read occupied with confidence) may have left unseen
+    // ([`BoardObs::still_looks_occupied`]).
     let shows_as_before = |sq: Square| match before.piece_at(sq) {
         Some(_) => obs.still_looks_occupied(sq),
         None => obs.unchanged.contains(sq),
