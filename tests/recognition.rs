@@ -228,8 +228,9 @@ fn moves_the_squares_cannot_tell_apart_are_told_by_the_change_in_the_picture() {
 #[test]
 fn a_move_the_picture_picks_may_not_empty_or_fill_a_square_whose_picture_did_not_change() {
     // The picture fits `...Bd7` best, but says c8 (which it empties) or
-    // d7 (which it fills) looks exactly as before: not committed. A square
-    // it leaves alone looking as before is no objection.
+    // d7 (which it fills) looks exactly as before: not committed, unless
+    // the squares clearly read the move there. A square it leaves alone
+    // looking as before is no objection.
     let (pos, obs) = bd7_scene();
     let moves = [("Bd7", 0.05), ("Nd7", 0.5), ("Qd7", 0.45), ("Kd7", 0.5)];
     let with_unchanged = |sq: Square| {
@@ -238,7 +239,23 @@ fn a_move_the_picture_picks_may_not_empty_or_fill_a_square_whose_picture_did_not
         score(&pos, &o).verdict
     };
     assert_eq!(with_unchanged(Square::C8), Verdict::Uncertain);
-    assert_eq!(with_unchanged(Square::D7), Verdict::Uncertain);
+    // d7 looks as before and reads as likely empty as not: nothing arrived.
+    let mut faint_d7 = with_change(&pos, &obs, 0.6, &moves);
+    faint_d7.set(Square::D7, SquareObs::of_probs(0.5, 0.0, 0.5));
+    faint_d7.unchanged = Bitboard::from(Square::D7);
+    assert_eq!(score(&pos, &faint_d7).verdict, Verdict::Uncertain);
+    faint_d7.unchanged = Bitboard::EMPTY;
+    assert_eq!(verdict_move(&pos, &faint_d7), "c8d7");
+    // Reading the bishop there clearly, a piece about the brightness of
+    // the square may have changed the picture too little.
+    assert_eq!(
+        verdict_move(&pos, &{
+            let mut o = with_change(&pos, &obs, 0.6, &moves);
+            o.unchanged = Bitboard::from(Square::D7);
+            o
+        }),
+        "c8d7"
+    );
     // Unless the piece it empties never clearly showed there (c8 reads as
     // likely empty as not): its leaving may not have changed the picture.
     let mut faint_c8 = with_change(&pos, &obs, 0.6, &moves);
@@ -310,6 +327,86 @@ fn a_square_whose_picture_did_not_change_keeps_its_occupancy() {
     let mut unknown = f7.clone();
     unknown.reference_occupied = None;
     assert!(lead(&unknown).abs() < 1e-9);
+}
+
+#[test]
+fn a_picture_that_changed_where_a_move_would_speaks_against_nothing_changed() {
+    // The bishop on f8, behind the king on f7, goes to g7. f8 still reads
+    // occupied (0.95) and g7 reads the bishop: `...Bg7` is ahead of
+    // "nothing changed" on the squares, but not by enough to decide.
+    let pos = position_from_fen("5b2/5k2/8/8/8/8/8/4K3 b - - 0 1").unwrap();
+    let mut obs = obs_of(&after(&pos, "Bg7"));
+    obs.set(Square::F8, SquareObs::of_probs(0.05, 0.0, 0.95));
+    assert_eq!(score(&pos, &obs).verdict, Verdict::Uncertain);
+    // Measured against the picture of the position before: the squares
+    // in `changed` changed, the rest (f7, where the king stands, among
+    // them) did not, and "nothing changed" does not explain the change.
+    let measured = |changed: Bitboard| {
+        let mut o = with_change(&pos, &obs, 0.3, &[]);
+        o.changed = changed;
+        o.unchanged = !changed;
+        o.reference_occupied = Some(pos.board().occupied());
+        o
+    };
+    // The picture changed on f8 and g7: something moved, and the bishop
+    // did.
+    let f8_g7 = measured(Bitboard::from(Square::F8) | Bitboard::from(Square::G7));
+    assert_eq!(verdict_move(&pos, &f8_g7), "f8g7");
+    // Where "nothing changed" explains the change (a hand held still
+    // beside the board), the change is not a piece's.
+    let mut explained = f8_g7.clone();
+    explained.change = with_change(&pos, &obs, 0.05, &[]).change;
+    assert_eq!(score(&pos, &explained).verdict, Verdict::Uncertain);
+    // The same on a board the picture was not measured against: no word.
+    let mut unknown = f8_g7.clone();
+    unknown.reference_occupied = None;
+    assert_eq!(score(&pos, &unknown).verdict, Verdict::Uncertain);
+    // Covered by a hand, the change is the hand's.
+    let mut covered = f8_g7.clone();
+    for sq in [Square::F8, Square::G7] {
+        let mut o = *covered.get(sq);
+        o.occluded = true;
+        covered.set(sq, o);
+    }
+    assert_eq!(score(&pos, &covered).verdict, Verdict::Uncertain);
+    // Half the board changed: the light or the camera moved, not a piece.
+    use shakmaty::Rank;
+    let half = [Rank::First, Rank::Second, Rank::Third, Rank::Seventh]
+        .into_iter()
+        .fold(Bitboard::from(Square::F8), |b, r| {
+            b | Bitboard::from_rank(r)
+        });
+    assert_eq!(half.count(), 33);
+    assert_eq!(score(&pos, &measured(half)).verdict, Verdict::Uncertain);
+}
+
+#[test]
+fn a_misread_the_picture_already_showed_does_not_make_a_move_unexplained() {
+    // The knight goes from d7 to e5. The king on e6 hides the e7 pawn
+    // (read empty) and f7 reads a white piece: both as when the position
+    // before was last seen.
+    let pos = position_from_fen("8/3np3/4k3/8/8/8/8/4K3 b - - 0 1").unwrap();
+    let mut obs = obs_of(&after(&pos, "Ne5"));
+    obs.set(Square::E7, SquareObs::of_probs(1.0, 0.0, 0.0));
+    obs.set(Square::F7, SquareObs::of_probs(0.0, 1.0, 0.0));
+    assert!(matches!(
+        score(&pos, &obs).verdict,
+        Verdict::Unexplained { .. }
+    ));
+    let with_changed = |changed: Bitboard| {
+        let mut o = obs.clone();
+        o.changed = changed;
+        o.unchanged = !changed;
+        o.reference_occupied = Some(pos.board().occupied());
+        o
+    };
+    let moved = Bitboard::from(Square::D7) | Bitboard::from(Square::E5);
+    assert_eq!(verdict_move(&pos, &with_changed(moved)), "d7e5");
+    // Where the picture changed too, the pawn read gone is news.
+    assert!(matches!(
+        score(&pos, &with_changed(moved | Bitboard::from(Square::E7))).verdict,
+        Verdict::Unexplained { .. }
+    ));
 }
 
 /// After 1. c3 d6 2. e3 Bd7, seen from low behind White: the back rank is in

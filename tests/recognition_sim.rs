@@ -478,7 +478,7 @@ fn the_piece_that_left_tells_apart_moves_to_the_same_square() {
 /// must not count as unchanged in the picture, and most others must.
 #[test]
 fn the_move_played_explains_the_change_in_the_picture() {
-    use chessbot::recognition::change::{explain_change, unchanged_squares};
+    use chessbot::recognition::change::{explain_change, square_changes};
     use chessbot::recognition::scoring::{CHANGE_MARGIN, FIT_COST};
     use chessbot::vision::pipeline::{read_frame, ReadOptions};
     let cases = [
@@ -542,17 +542,18 @@ fn the_move_played_explains_the_change_in_the_picture() {
         .unwrap_or_else(|| panic!("{played} ({board}, {camera}): too few telling samples"));
         // Every square the move changes changed in the picture; most
         // others did not.
-        let unchanged = unchanged_squares(
+        let changes = square_changes(
             &img_before,
             &img_after,
             &view,
             read.orientation.white_at,
             before.board(),
         );
+        let unchanged = changes.unchanged;
         for sq in Square::ALL {
             if before.board().piece_at(sq) != after.board().piece_at(sq) {
                 assert!(
-                    !unchanged.contains(sq),
+                    changes.changed.contains(sq),
                     "{played} ({board}, {camera}): {sq}"
                 );
             }

@@ -398,22 +398,33 @@ pub fn explain_change(
 /// low-view bench games), and an empty square's own pixels change less.
 pub const UNCHANGED_SHARE: f32 = 0.1;
 
-/// Squares whose picture did not change from `before` to `after`: the
+/// Which squares' pictures changed between two frames
+/// ([`square_changes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SquareChanges {
+    /// At most [`UNCHANGED_SHARE`] of the square's samples changed. A
+    /// misread on such a square is no news: it looked the same when the
+    /// position was last seen.
+    pub unchanged: Bitboard,
+    /// More than that changed. Squares with too few samples in the frame
+    /// are in neither.
+    pub changed: Bitboard,
+}
+
+/// How each square's picture changed from `before` to `after`: the
 /// middle of the square on the board and the silhouette of the piece
 /// `board` has there (of a king on an empty square: whatever arrived
-/// would show in it), sampled as in [`explain_change`], with at most
-/// [`UNCHANGED_SHARE`] of them changed. A misread on such a square is no
-/// news: it looked the same when the position was last seen.
-pub fn unchanged_squares(
+/// would show in it), sampled as in [`explain_change`].
+pub fn square_changes(
     before: &RgbImage,
     after: &RgbImage,
     view: &Viewpoint,
     side: Side,
     board: &Board,
-) -> Bitboard {
+) -> SquareChanges {
     /// Points across the middle of a square (fractions of its side).
     const GRID: [f64; 4] = [0.2, 0.4, 0.6, 0.8];
-    let mut out = Bitboard::EMPTY;
+    let mut out = SquareChanges::default();
     for sq in Square::ALL {
         let (c, r) = side.cell_of_square(sq as usize);
         let mut points: Vec<[f64; 3]> = GRID
@@ -435,8 +446,13 @@ pub fn unchanged_squares(
             n += 1;
             changed += usize::from((luma(a) - luma(b)).abs() > CHANGE_LUMA);
         }
-        if n >= GRID.len() * GRID.len() / 2 && changed as f32 <= UNCHANGED_SHARE * n as f32 {
-            out.add(sq);
+        if n < GRID.len() * GRID.len() / 2 {
+            continue;
+        }
+        if changed as f32 <= UNCHANGED_SHARE * n as f32 {
+            out.unchanged.add(sq);
+        } else {
+            out.changed.add(sq);
         }
     }
     out

@@ -36,7 +36,7 @@ fn shadowed(obs: &SquareObs, board: &Board) -> bool {
 }
 
 /// Probability that a square is emptied while its picture does not change
-/// ([`super::change::unchanged_squares`], which samples the silhouette of
+/// ([`super::change::square_changes`], which samples the silhouette of
 /// the piece that stood there): a piece leaving is what the picture shows
 /// best. Measured on the standard bench (9 x 20, every settled frame
 /// whose squares read a move, 162 moves): 1 of 1763 squares emptied
@@ -50,9 +50,28 @@ fn shadowed(obs: &SquareObs, board: &Board) -> bool {
 /// behind the king on f7, to g7; `...Bg7` and `...Kg7` tied on the squares
 /// (each leaves one shadowed square reading occupied) and on the picture,
 /// though f7's picture had not changed, and the game stalled for its last
-/// 26 moves. Weighed here, `...Bg7` leads `...Kg7` by 6.9 but "nothing
-/// changed" stays 4.6 behind it (posterior about 0.98): still no decision.
+/// 26 moves. Weighed here, `...Bg7` leads `...Kg7` by 6.9; "nothing
+/// changed" 4.6 behind it is ruled out by [`NO_MOVE_CHANGED_PROB`].
 pub const UNCHANGED_EMPTIED_PROB: f64 = 0.001;
+
+/// Probability that a square's picture clearly changes
+/// ([`super::change::square_changes`]) between two settled frames of one
+/// position: at most [`super::change::UNCHANGED_SHARE`] of the pieces'
+/// silhouettes changed in 99.8 % of 15418 measured (two low-view bench
+/// games). Weighs against "nothing changed" where the picture changed
+/// ([`BoardObs::changed_kept_log`]). Seed-11 vinyl/angled (game seed 15,
+/// ply 24): the bishop went from f8, behind the king on f7, to g7; the
+/// squares put `...Bg7` 4.6 ahead of "nothing changed" (posterior 0.989,
+/// short of [`DECIDE_POSTERIOR`]) though the picture had changed on g7
+/// and f8, and the game stalled for its last 26 moves.
+pub const NO_MOVE_CHANGED_PROB: f64 = 0.002;
+
+/// Most squares whose picture one move changes for the change to count
+/// against "nothing changed" ([`BoardObs::changed_kept_log`]): castling
+/// changes four squares and, seen from a low angle, the squares behind
+/// them; a change over more than a quarter of the board is the light or
+/// the camera, which says nothing of whether a piece moved.
+pub const MAX_MOVE_CHANGED_SQUARES: usize = 16;
 
 /// A square's state is "confidently" read when its top class has at least
 /// this probability; below, it never counts as disagreeing (an uncertain
@@ -166,8 +185,13 @@ pub struct BoardObs {
     /// reference frame, no camera pose, no close call).
     pub change: Vec<ChangeFit>,
     /// Squares whose picture has not changed since that frame
-    /// ([`super::change::unchanged_squares`]); empty when not measured.
+    /// ([`super::change::square_changes`]); empty when not measured.
     pub unchanged: Bitboard,
+    /// Squares whose picture clearly changed since that frame (measured
+    /// with `unchanged`; a square with too few samples is in neither): if
+    /// nothing was moved, they are unlikely
+    /// ([`BoardObs::changed_kept_log`]).
+    pub changed: Bitboard,
     /// The squares occupied in the position that frame showed, when
     /// `unchanged` was measured against it: a move that empties an
     /// unchanged square is then unlikely
@@ -202,6 +226,7 @@ impl BoardObs {
             squares,
             change: Vec::new(),
             unchanged: Bitboard::EMPTY,
+            changed: Bitboard::EMPTY,
             reference_occupied: None,
             changed_in_picture: Bitboard::EMPTY,
             picture_rivals: None,
@@ -302,11 +327,43 @@ impl BoardObs {
         emptied as f64 * UNCHANGED_EMPTIED_PROB.ln()
     }
 
+    /// Where the picture was measured, `board` is the position it was
+    /// measured against ("nothing changed": every move empties the square
+    /// it leaves, so no move keeps the occupancy) and it does not explain
+    /// the change in the picture (its change cost is above [`FIT_COST`]):
+    /// ln [`NO_MOVE_CHANGED_PROB`] for every visible square whose picture
+    /// clearly changed ([`BoardObs::changed`]), unless more than
+    /// [`MAX_MOVE_CHANGED_SQUARES`] did (the light or the camera, not a
+    /// piece); 0 otherwise. Where "nothing changed" fits the change, the
+    /// change is not where a piece would have moved: standard bench
+    /// (vinyl/low robot game, seed 8): a hand held still over the far
+    /// side of the board changed d6 and e8, "nothing changed" fitted at
+    /// 0.038 against 0.085 for `...d6`, and counting the two squares
+    /// against it committed `...d6` for the `...Nxe4` the hand was making.
+    pub fn changed_kept_log(&self, board: &Board) -> f64 {
+        let explains = self.change_fit(board).is_none_or(|f| f.cost <= FIT_COST);
+        if self.reference_occupied != Some(board.occupied()) || explains {
+            return 0.0;
+        }
+        let changed = self
+            .changed
+            .into_iter()
+            .filter(|&sq| !self.get(sq).occluded)
+            .count();
+        if changed > MAX_MOVE_CHANGED_SQUARES {
+            return 0.0;
+        }
+        changed as f64 * NO_MOVE_CHANGED_PROB.ln()
+    }
+
     /// The log-likelihood [`score`] gives one move's (or no move's) board:
     /// [`BoardObs::log_likelihood`] plus
-    /// [`BoardObs::unchanged_emptied_log`].
+    /// [`BoardObs::unchanged_emptied_log`] and
+    /// [`BoardObs::changed_kept_log`].
     pub fn one_move_log_likelihood(&self, board: &Board) -> f64 {
-        self.log_likelihood(board) + self.unchanged_emptied_log(board)
+        self.log_likelihood(board)
+            + self.unchanged_emptied_log(board)
+            + self.changed_kept_log(board)
     }
 
     /// Whether the piece that stood on `sq` when the picture was last
@@ -320,7 +377,12 @@ impl BoardObs {
     /// g5, seen past White's pawns): either way an unchanged picture says
     /// nothing of whether the piece left.
     fn still_looks_occupied(&self, sq: Square) -> bool {
-        self.unchanged.contains(sq) && self.get(sq).p(Occupant::Empty) <= 1.0 - CONFIDENT_STATE
+        self.unchanged.contains(sq) && self.reads_occupied(sq)
+    }
+
+    /// Whether `sq` reads occupied with confidence ([`CONFIDENT_STATE`]).
+    fn reads_occupied(&self, sq: Square) -> bool {
+        self.get(sq).p(Occupant::Empty) <= 1.0 - CONFIDENT_STATE
     }
 
     /// Squares whose confident reading contradicts `board`, with what was
@@ -516,7 +578,7 @@ pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
         by_change(pos, obs, &hypotheses)
             .map(|(mv, confidence)| Verdict::of_move(pos, obs, mv, confidence))
     };
-    let verdict = if !excusable(obs, &obs.disagreements(&best_board), &best_board) {
+    let verdict = if !excusable(obs, &news(obs, pos.board(), &best_board), &best_board) {
         // Tell people what to restore: the squares that differ from the
         // position before, not from the nearest legal move.
         by_picture().unwrap_or_else(|| Verdict::Unexplained {
@@ -539,6 +601,24 @@ pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
         hypotheses,
         verdict,
     }
+}
+
+/// The squares' confident disagreements with `board` that are news: not
+/// those on a square `board` leaves as it was `before` whose picture has
+/// not changed since the position before was last seen
+/// ([`BoardObs::unchanged`]): it read the same then, and that position was
+/// taken with it. Seed-11 vinyl/angled (game seed 15, ply 42): with the
+/// black king on e6 in front of the e7 pawn, e7 read empty and f7 and e8
+/// White, on pictures unchanged since `Bxa3` was committed; the squares
+/// and the picture both chose `...Ne5` (posterior 0.990, change cost 0.038
+/// against 0.126 for the next), but those three squares made every move
+/// unexplained and the game stalled for its last nine moves.
+fn news(obs: &BoardObs, before: &Board, board: &Board) -> Vec<Disagreement> {
+    let mut disagreeing = obs.disagreements(board);
+    disagreeing.retain(|d| {
+        !(obs.unchanged.contains(d.square) && board.piece_at(d.square) == before.piece_at(d.square))
+    });
+    disagreeing
 }
 
 /// Whether a piece `mv` puts on a square empty before reads the other
@@ -802,10 +882,15 @@ fn agrees_but_where_changed(obs: &BoardObs, before: &Board, board: &Board) -> bo
     // as seen from the change beside them, and it was committed though
     // a8 had not changed. A piece that never clearly showed (its square
     // does not read occupied with confidence) may have left unseen
-    // ([`BoardObs::still_looks_occupied`]).
+    // ([`BoardObs::still_looks_occupied`]), and one that clearly shows
+    // where it arrived may have changed the picture too little (seed-11
+    // vinyl/angled, game seed 15, ply 42: a black knight put on the dark
+    // e5 of the green vinyl, read Black at 1.00 with e5's picture as it
+    // was; `...Ne5` fitted the change at 0.038 against 0.126 for the
+    // next, and the game stalled for its last nine moves).
     let shows_as_before = |sq: Square| match before.piece_at(sq) {
         Some(_) => obs.still_looks_occupied(sq),
-        None => obs.unchanged.contains(sq),
+        None => obs.unchanged.contains(sq) && !obs.reads_occupied(sq),
     };
     if changed
         .iter()

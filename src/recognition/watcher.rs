@@ -414,12 +414,12 @@ impl BoardWatcher {
                 boards.clear();
             }
             let view = crate::vision::viewpoint::estimate(&read.location);
-            let unchanged = view
+            let changes = view
                 .as_ref()
-                .map(|view| super::change::unchanged_squares(&r.image, image, view, side, &board));
+                .map(|view| super::change::square_changes(&r.image, image, view, side, &board));
             let mut extra = Vec::new();
             if matches!(sc.verdict, super::Verdict::Unexplained { .. }) {
-                obs.changed_in_picture = unchanged.map_or(Bitboard::EMPTY, |u| !u);
+                obs.changed_in_picture = changes.map_or(Bitboard::EMPTY, |c| !c.unchanged);
                 // The lines the tracker will search (against the robot,
                 // the person's one reply).
                 extra = super::scoring::resync_boards(pos, obs, self.tracker.resync_plies());
@@ -441,7 +441,7 @@ impl BoardWatcher {
                     boards.push(b);
                 }
             }
-            if let (true, Some(view), Some(unchanged)) = (boards.len() > 1, view, unchanged) {
+            if let (true, Some(view), Some(changes)) = (boards.len() > 1, view, changes) {
                 let costs =
                     super::change::explain_change(&r.image, image, &view, side, &board, &boards);
                 obs.change = costs
@@ -450,7 +450,8 @@ impl BoardWatcher {
                     .zip(boards)
                     .map(|(fit, board)| ChangeFit { board, fit })
                     .collect();
-                obs.unchanged = unchanged;
+                obs.unchanged = changes.unchanged;
+                obs.changed = changes.changed;
                 obs.reference_occupied = Some(board.occupied());
                 // Scored again with the picture measured: a move the
                 // picture picked, and the squares had not, must also beat
@@ -673,7 +674,7 @@ fn trace_close_call(t_ms: u64, sc: &super::scoring::Scored, pos: &Chess, obs: &B
         .collect();
     let moved: Vec<String> = Square::ALL
         .into_iter()
-        .filter(|s| !obs.unchanged.contains(*s))
+        .filter(|s| obs.changed.contains(*s))
         .map(|s| s.to_string())
         .collect();
     // The rivals of a move the picture picked, nearest first: the squares
