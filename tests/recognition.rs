@@ -407,6 +407,15 @@ fn a_misread_the_picture_already_showed_does_not_make_a_move_unexplained() {
         score(&pos, &with_changed(moved | Bitboard::from(Square::E7))).verdict,
         Verdict::Unexplained { .. }
     ));
+    // Measured against a frame of another position (the robot's move is
+    // checked against the board it should leave, the picture against the
+    // board before it), the unchanged squares say nothing of this one.
+    let mut elsewhere = with_changed(moved);
+    elsewhere.reference_occupied = Some(pos.board().occupied() ^ Bitboard::from(Square::A2));
+    assert!(matches!(
+        score(&pos, &elsewhere).verdict,
+        Verdict::Unexplained { .. }
+    ));
 }
 
 /// After 1. c3 d6 2. e3 Bd7, seen from low behind White: the back rank is in

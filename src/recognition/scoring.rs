@@ -613,11 +613,21 @@ pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
 /// and the picture both chose `...Ne5` (posterior 0.990, change cost 0.038
 /// against 0.126 for the next), but those three squares made every move
 /// unexplained and the game stalled for its last nine moves.
+///
+/// Only where the picture was measured against a frame of `before` (its
+/// occupancy, [`BoardObs::reference_occupied`]): a robot's move is checked
+/// against the board it should leave, while the picture was measured
+/// against the board before it, where the square it fills was empty and
+/// unchanged (a pawn put on e6 for the robot's `...e5` would leave e5
+/// empty "as before", and the misplaced move would pass).
 fn news(obs: &BoardObs, before: &Board, board: &Board) -> Vec<Disagreement> {
     let mut disagreeing = obs.disagreements(board);
-    disagreeing.retain(|d| {
-        !(obs.unchanged.contains(d.square) && board.piece_at(d.square) == before.piece_at(d.square))
-    });
+    if obs.reference_occupied == Some(before.occupied()) {
+        disagreeing.retain(|d| {
+            !(obs.unchanged.contains(d.square)
+                && board.piece_at(d.square) == before.piece_at(d.square))
+        });
+    }
     disagreeing
 }
 
