@@ -233,43 +233,36 @@ fn a_move_the_picture_picks_may_not_empty_or_fill_a_square_whose_picture_did_not
     // looking as before is no objection.
     let (pos, obs) = bd7_scene();
     let moves = [("Bd7", 0.05), ("Nd7", 0.5), ("Qd7", 0.45), ("Kd7", 0.5)];
-    let with_unchanged = |sq: Square| {
+    // Measured with `unchanged` the one square whose picture did not
+    // change, and `faint` (if any) read as likely empty as not.
+    let measured = |unchanged: Square, faint: Option<Square>| {
         let mut o = with_change(&pos, &obs, 0.6, &moves);
-        o.unchanged = Bitboard::from(sq);
-        score(&pos, &o).verdict
+        if let Some(sq) = faint {
+            o.set(sq, SquareObs::of_probs(0.5, 0.0, 0.5));
+        }
+        o.unchanged = Bitboard::from(unchanged);
+        o
     };
-    assert_eq!(with_unchanged(Square::C8), Verdict::Uncertain);
+    assert_eq!(
+        score(&pos, &measured(Square::C8, None)).verdict,
+        Verdict::Uncertain
+    );
     // d7 looks as before and reads as likely empty as not: nothing arrived.
-    let mut faint_d7 = with_change(&pos, &obs, 0.6, &moves);
-    faint_d7.set(Square::D7, SquareObs::of_probs(0.5, 0.0, 0.5));
-    faint_d7.unchanged = Bitboard::from(Square::D7);
+    let faint_d7 = measured(Square::D7, Some(Square::D7));
     assert_eq!(score(&pos, &faint_d7).verdict, Verdict::Uncertain);
-    faint_d7.unchanged = Bitboard::EMPTY;
-    assert_eq!(verdict_move(&pos, &faint_d7), "c8d7");
+    let mut unmeasured = faint_d7.clone();
+    unmeasured.unchanged = Bitboard::EMPTY;
+    assert_eq!(verdict_move(&pos, &unmeasured), "c8d7");
     // Reading the bishop there clearly, a piece about the brightness of
     // the square may have changed the picture too little.
-    assert_eq!(
-        verdict_move(&pos, &{
-            let mut o = with_change(&pos, &obs, 0.6, &moves);
-            o.unchanged = Bitboard::from(Square::D7);
-            o
-        }),
-        "c8d7"
-    );
+    assert_eq!(verdict_move(&pos, &measured(Square::D7, None)), "c8d7");
     // Unless the piece it empties never clearly showed there (c8 reads as
     // likely empty as not): its leaving may not have changed the picture.
-    let mut faint_c8 = with_change(&pos, &obs, 0.6, &moves);
-    faint_c8.set(Square::C8, SquareObs::of_probs(0.5, 0.0, 0.5));
-    faint_c8.unchanged = Bitboard::from(Square::C8);
-    assert_eq!(verdict_move(&pos, &faint_c8), "c8d7");
     assert_eq!(
-        verdict_move(&pos, &{
-            let mut o = with_change(&pos, &obs, 0.6, &moves);
-            o.unchanged = Bitboard::from(Square::H2);
-            o
-        }),
+        verdict_move(&pos, &measured(Square::C8, Some(Square::C8))),
         "c8d7"
     );
+    assert_eq!(verdict_move(&pos, &measured(Square::H2, None)), "c8d7");
 }
 
 #[test]
