@@ -342,7 +342,7 @@ impl BoardObs {
     /// against it committed `...d6` for the `...Nxe4` the hand was making.
     pub fn changed_kept_log(&self, board: &Board) -> f64 {
         let explains = self.change_fit(board).is_none_or(|f| f.cost <= FIT_COST);
-        if self.reference_occupied != Some(board.occupied()) || explains {
+        if !self.measured_against(board) || explains {
             return 0.0;
         }
         let changed = self
@@ -378,6 +378,12 @@ impl BoardObs {
     /// nothing of whether the piece left.
     fn still_looks_occupied(&self, sq: Square) -> bool {
         self.unchanged.contains(sq) && self.reads_occupied(sq)
+    }
+
+    /// Whether the picture was measured against a frame of `board` (one
+    /// with its occupancy: no move keeps the occupancy of its position).
+    fn measured_against(&self, board: &Board) -> bool {
+        self.reference_occupied == Some(board.occupied())
     }
 
     /// Whether `sq` reads occupied with confidence ([`CONFIDENT_STATE`]).
@@ -622,7 +628,7 @@ pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
 /// empty "as before", and the misplaced move would pass).
 fn news(obs: &BoardObs, before: &Board, board: &Board) -> Vec<Disagreement> {
     let mut disagreeing = obs.disagreements(board);
-    if obs.reference_occupied == Some(before.occupied()) {
+    if obs.measured_against(before) {
         disagreeing.retain(|d| {
             !(obs.unchanged.contains(d.square)
                 && board.piece_at(d.square) == before.piece_at(d.square))
@@ -898,9 +904,10 @@ fn agrees_but_where_changed(obs: &BoardObs, before: &Board, board: &Board) -> bo
     // e5 of the green vinyl, read Black at 1.00 with e5's picture as it
     // was; `...Ne5` fitted the change at 0.038 against 0.126 for the
     // next, and the game stalled for its last nine moves).
-    let shows_as_before = |sq: Square| match before.piece_at(sq) {
-        Some(_) => obs.still_looks_occupied(sq),
-        None => obs.unchanged.contains(sq) && !obs.reads_occupied(sq),
+    // A square shows as before where its picture did not change and it
+    // reads occupied (with confidence) exactly where a piece stood.
+    let shows_as_before = |sq: Square| {
+        obs.unchanged.contains(sq) && obs.reads_occupied(sq) == before.piece_at(sq).is_some()
     };
     if changed
         .iter()
