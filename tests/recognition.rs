@@ -233,14 +233,16 @@ fn a_move_the_picture_picks_may_not_empty_or_fill_a_square_whose_picture_did_not
     // looking as before is no objection.
     let (pos, obs) = bd7_scene();
     let moves = [("Bd7", 0.05), ("Nd7", 0.5), ("Qd7", 0.45), ("Kd7", 0.5)];
-    // Measured with `unchanged` the one square whose picture did not
-    // change, and `faint` (if any) read as likely empty as not.
+    // Measured against a frame of the position before, with `unchanged`
+    // the one square whose picture did not change, and `faint` (if any)
+    // read as likely empty as not.
     let measured = |unchanged: Square, faint: Option<Square>| {
         let mut o = with_change(&pos, &obs, 0.6, &moves);
         if let Some(sq) = faint {
             o.set(sq, SquareObs::of_probs(0.5, 0.0, 0.5));
         }
         o.unchanged = Bitboard::from(unchanged);
+        o.reference_occupied = Some(pos.board().occupied());
         o
     };
     assert_eq!(
@@ -404,6 +406,31 @@ fn a_misread_the_picture_already_showed_does_not_make_a_move_unexplained() {
     // checked against the board it should leave, the picture against the
     // board before it), the unchanged squares say nothing of this one.
     let mut elsewhere = with_changed(moved);
+    elsewhere.reference_occupied = Some(pos.board().occupied() ^ Bitboard::from(Square::A2));
+    assert!(matches!(
+        score(&pos, &elsewhere).verdict,
+        Verdict::Unexplained { .. }
+    ));
+}
+
+#[test]
+fn a_move_the_picture_picks_leans_on_unchanged_squares_only_against_a_frame_of_the_position() {
+    // The picture picks `...Bd7` among the moves the squares tie on, but
+    // h2 reads empty where White's pawn stands, on a picture unchanged
+    // since the reference frame.
+    let (pos, mut obs) = bd7_scene();
+    obs.set(Square::H2, SquareObs::certain(Occupant::Empty));
+    let moves = [("Bd7", 0.05), ("Nd7", 0.5), ("Qd7", 0.5), ("Kd7", 0.5)];
+    let mut obs = with_change(&pos, &obs, 0.6, &moves);
+    obs.unchanged = Bitboard::from(Square::H2);
+    // The reference showed this position: h2 read the same then, and the
+    // position was taken with it.
+    obs.reference_occupied = Some(pos.board().occupied());
+    assert_eq!(verdict_move(&pos, &obs), "c8d7");
+    // The reference showed another position (a robot's move is checked
+    // against the board it should leave, the picture against the board
+    // before it): h2 looking as it did then says nothing of this one.
+    let mut elsewhere = obs.clone();
     elsewhere.reference_occupied = Some(pos.board().occupied() ^ Bitboard::from(Square::A2));
     assert!(matches!(
         score(&pos, &elsewhere).verdict,
@@ -575,6 +602,7 @@ fn a_piece_that_reads_empty_where_it_arrived_is_found_by_the_change() {
     // position was last seen is no news: Kf8.
     let mut a1_as_before = a1_empty.clone();
     a1_as_before.unchanged = Bitboard::from(Square::A1);
+    a1_as_before.reference_occupied = Some(pos.board().occupied());
     assert_eq!(verdict_move(&pos, &a1_as_before), "e8f8");
     for o in [
         with_change(&pos, &obs, 0.02, &[("Kf8", 0.4), ("Ke7", 0.42)]),
@@ -1092,6 +1120,9 @@ fn a_robot_move_the_picture_shows_is_verified_despite_an_old_misread() {
         })
         .collect();
     fitted.unchanged = Bitboard::from(Square::A2);
+    // Measured against the reference frame of the position before the
+    // robot's move, as the watcher measures it.
+    fitted.reference_occupied = Some(start.board().occupied());
     let watch = |obs: &BoardObs| {
         let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
         tr.expect_robot_move(robot);

@@ -386,6 +386,20 @@ impl BoardObs {
         self.reference_occupied == Some(board.occupied())
     }
 
+    /// The squares whose picture has not changed since a frame of `before`
+    /// ([`BoardObs::unchanged`]); none where the picture was measured
+    /// against a frame of another position or not at all (a robot's move
+    /// is checked against the board it should leave, the picture against
+    /// the board before it: its target square, left empty, would look
+    /// "as before").
+    fn unchanged_since(&self, before: &Board) -> Bitboard {
+        if self.measured_against(before) {
+            self.unchanged
+        } else {
+            Bitboard::EMPTY
+        }
+    }
+
     /// Whether `sq` reads occupied with confidence ([`CONFIDENT_STATE`]).
     fn reads_occupied(&self, sq: Square) -> bool {
         self.get(sq).p(Occupant::Empty) <= 1.0 - CONFIDENT_STATE
@@ -627,13 +641,11 @@ pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
 /// unchanged (a pawn put on e6 for the robot's `...e5` would leave e5
 /// empty "as before", and the misplaced move would pass).
 fn news(obs: &BoardObs, before: &Board, board: &Board) -> Vec<Disagreement> {
+    let unchanged = obs.unchanged_since(before);
     let mut disagreeing = obs.disagreements(board);
-    if obs.measured_against(before) {
-        disagreeing.retain(|d| {
-            !(obs.unchanged.contains(d.square)
-                && board.piece_at(d.square) == before.piece_at(d.square))
-        });
-    }
+    disagreeing.retain(|d| {
+        !(unchanged.contains(d.square) && board.piece_at(d.square) == before.piece_at(d.square))
+    });
     disagreeing
 }
 
@@ -854,8 +866,9 @@ fn pick_by_change(obs: &BoardObs, before: &Board, boards: &[Board]) -> Option<us
 /// Whether the squares agree with `board`, a board chosen by what changed
 /// in the picture: except where it changed the position `before` (a piece
 /// it puts down must read occupied, or be hidden or seen one square on:
-/// [`unseen_arrival`]) and where the picture did not change
-/// ([`BoardObs::unchanged`]), the rest is as [`excusable`] as ever. But
+/// [`unseen_arrival`]) and where the picture did not change since a frame
+/// of `before` ([`BoardObs::unchanged_since`]), the rest is as
+/// [`excusable`] as ever. But
 /// some square it changes must not confidently read otherwise (filled or
 /// emptied as the move has it, or in the move's colour where a capture
 /// changed only that): a move
@@ -906,8 +919,9 @@ fn agrees_but_where_changed(obs: &BoardObs, before: &Board, board: &Board) -> bo
     // next, and the game stalled for its last nine moves).
     // A square shows as before where its picture did not change and it
     // reads occupied (with confidence) exactly where a piece stood.
+    let unchanged = obs.unchanged_since(before);
     let shows_as_before = |sq: Square| {
-        obs.unchanged.contains(sq) && obs.reads_occupied(sq) == before.piece_at(sq).is_some()
+        unchanged.contains(sq) && obs.reads_occupied(sq) == before.piece_at(sq).is_some()
     };
     if changed
         .iter()
@@ -918,7 +932,7 @@ fn agrees_but_where_changed(obs: &BoardObs, before: &Board, board: &Board) -> bo
     disagreeing.retain(|d| {
         let moved_here = board.piece_at(d.square) != before.piece_at(d.square);
         let excused = moved_here && (d.seen != Occupant::Empty || unseen_arrival(obs, board, d));
-        !excused && !obs.unchanged.contains(d.square)
+        !excused && !unchanged.contains(d.square)
     });
     excusable(obs, &disagreeing, board)
 }
@@ -981,6 +995,7 @@ pub fn pick_by_look(
         .iter()
         .filter(|&&sq| looks[sq as usize] == LookChange::Same)
         .fold(Bitboard::EMPTY, |b, &sq| b | Bitboard::from(sq));
+    obs.reference_occupied = Some(before.occupied());
     agrees_but_where_changed(&obs, before, &boards[k]).then_some(k)
 }
 
