@@ -438,6 +438,43 @@ fn a_move_the_picture_picks_leans_on_unchanged_squares_only_against_a_frame_of_t
     ));
 }
 
+#[test]
+fn a_quick_reply_the_picture_shows_is_left_to_the_lost_track_search() {
+    // After 1. e4 the squares read `...e5` clearly; g1 and f3 read as
+    // likely empty as not (the knight half hidden, half seen on).
+    let pos = after(&Chess::default(), "e4");
+    let mut obs = obs_of(&after(&pos, "e5"));
+    for sq in [Square::G1, Square::F3] {
+        obs.set(sq, SquareObs::of_probs(0.5, 0.5, 0.0));
+    }
+    let line_end = |line: &str| ChangeFit {
+        board: after(&pos, line).board().clone(),
+        fit: Fit::of_cost(0.0),
+    };
+    let seen = |lines: &[(&str, f32)]| {
+        let mut o = with_change(&pos, &obs, 0.6, &[("e5", 0.5)]);
+        o.change.extend(lines.iter().map(|&(l, cost)| ChangeFit {
+            fit: Fit::of_cost(cost),
+            ..line_end(l)
+        }));
+        o
+    };
+    // The picture fits no board: the squares decide.
+    assert_eq!(verdict_move(&pos, &seen(&[])), "e7e5");
+    assert_eq!(verdict_move(&pos, &seen(&[("e5 Nf3", 0.15)])), "e7e5");
+    // It fits `...e5 Nf3` clearly best: the reply is on the board too,
+    // which only the lost-track search may commit.
+    assert!(matches!(
+        score(&pos, &seen(&[("e5 Nf3", 0.02)])).verdict,
+        Verdict::Unexplained { .. }
+    ));
+    // Two lines fit about as well: no line is clearly best, wait.
+    assert_eq!(
+        score(&pos, &seen(&[("e5 Nf3", 0.02), ("e5 Nh3", 0.05)])).verdict,
+        Verdict::Uncertain
+    );
+}
+
 /// After 1. c3 d6 2. e3 Bd7, seen from low behind White: the back rank is in
 /// the shadow of the seventh, and c8 (empty now) still looks occupied.
 /// Bd7, Nd7, Qd7 and Kd7 explain the squares equally well.
@@ -1286,6 +1323,38 @@ fn a_robot_move_not_yet_made_is_waited_for_not_reported() {
         matches!(ev.as_slice(), [TrackEvent::RobotMoveVerified { .. }]),
         "{ev:?}"
     );
+}
+
+#[test]
+fn a_misread_the_picture_already_showed_does_not_stop_a_resync() {
+    // Two moves missed; a7 reads empty, as it did when the position
+    // before was last seen.
+    let start = Chess::default();
+    let later = after(&start, "e4 c5");
+    let mut obs = obs_of(&later);
+    obs.set(Square::A7, SquareObs::certain(Occupant::Empty));
+    assert!(resync(&start, &obs, 4).is_none());
+    let moved = [Square::E2, Square::E4, Square::C7, Square::C5]
+        .into_iter()
+        .fold(Bitboard::EMPTY, |b, sq| b | Bitboard::from(sq));
+    let mut as_before = obs.clone();
+    as_before.changed = moved;
+    as_before.unchanged = !moved;
+    as_before.reference_occupied = Some(start.board().occupied());
+    let r = resync(&start, &as_before, 4).expect("a clear sequence");
+    assert_eq!(
+        r.moves.iter().map(|m| uci_of(*m)).collect::<Vec<_>>(),
+        ["e2e4", "c7c5"]
+    );
+    // Where a7's picture changed too, its pawn read gone is news.
+    let mut changed = as_before.clone();
+    changed.unchanged.discard(Square::A7);
+    changed.changed.add(Square::A7);
+    assert!(resync(&start, &changed, 4).is_none());
+    // And against a frame of another position, no word either.
+    let mut elsewhere = as_before.clone();
+    elsewhere.reference_occupied = Some(later.board().occupied());
+    assert!(resync(&start, &elsewhere, 4).is_none());
 }
 
 #[test]

@@ -609,7 +609,15 @@ pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
     } else {
         match best.mv {
             Some(_) if picture_contradicts(obs, &best_board) => {
-                by_picture_among_measured(pos, obs, &hypotheses).unwrap_or(Verdict::Uncertain)
+                by_picture_among_measured(pos, obs, &hypotheses).unwrap_or_else(|| {
+                    if picture_picks_a_line(pos, obs, &hypotheses) {
+                        Verdict::Unexplained {
+                            disagreeing: obs.disagreements(pos.board()),
+                        }
+                    } else {
+                        Verdict::Uncertain
+                    }
+                })
             }
             Some(mv) => Verdict::of_move(pos, obs, mv, best.posterior),
             None => Verdict::NoChange {
@@ -837,6 +845,24 @@ fn by_picture_among_measured(
     Some(match measured[k].0.mv {
         Some(mv) => Verdict::of_move(pos, obs, mv, confidence),
         None => Verdict::NoChange { confidence },
+    })
+}
+
+/// Whether the change in the picture clearly picks ([`pick_by_change`]),
+/// among every board measured, the end of a line of missed moves (one no
+/// single move or "nothing changed" reaches): the tracker's lost-track
+/// search must then weigh it, which it does only for a board called
+/// unexplained. Seed-11 vinyl/angled (game seed 15, ply 46): `Rxf8` and
+/// the quick reply `...Nxa3` were on the board, the squares read `Rxf8`
+/// at 0.997 (a3's misread no news, its picture unchanged), the picture
+/// fitted `Rxf8 Nxa3` at 0.032 against 0.255 for `Rxf8` alone, and the
+/// verdict "uncertain" left the game waiting for its last four moves.
+fn picture_picks_a_line(pos: &Chess, obs: &BoardObs, hypotheses: &[Hypothesis]) -> bool {
+    let boards: Vec<Board> = obs.change.iter().map(|c| c.board.clone()).collect();
+    pick_by_change(obs, pos.board(), &boards).is_some_and(|k| {
+        !hypotheses
+            .iter()
+            .any(|h| board_after(pos, h.mv) == boards[k])
     })
 }
 
@@ -1160,8 +1186,12 @@ fn resync_ends(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Vec<ResyncEnd> 
     // piece lifted off a square that still reads occupied: held-out
     // seed 31, printed/low, `Nxg2+ Bxg2` played unseen with f1 still read
     // White after the bishop left kept `Bxg2` out of the search).
-    let changed: Vec<Square> = obs
-        .disagreements(pos.board())
+    // A confident misread the picture already showed ([`news`]) is no
+    // sign that its piece moved: moving it would swap one misread for
+    // another (seed-11 vinyl/angled, game seed 15, ply 46: lines moving
+    // the e7 pawn, read gone since `Bxa3`, tied with the true
+    // `Rxf8 Nxa3`).
+    let changed: Vec<Square> = news(obs, pos.board(), pos.board())
         .iter()
         .map(|d| d.square)
         .collect();
@@ -1438,7 +1468,11 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
             pick_by_change(obs, pos.board(), &boards) == Some(0)
         }
     };
-    let clear = excusable(obs, &best_disagreeing, &best.board)
+    // Misreads the picture already showed are no news here either
+    // ([`news`]): seed-11 vinyl/angled (game seed 15, ply 46), `Rxf8
+    // ...Nxa3` explained every square but e7, e8 and f7, misread the
+    // same way since `Bxa3`, and the game waited for its last four moves.
+    let clear = excusable(obs, &news(obs, pos.board(), &best.board), &best.board)
         && (margin >= RESYNC_MARGIN || picture_picks())
         && over_before >= RESYNC_MARGIN
         && (best.plies() == 1 || !one_move_nearly());
