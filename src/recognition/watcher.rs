@@ -417,6 +417,16 @@ impl BoardWatcher {
             let changes = view
                 .as_ref()
                 .map(|view| super::change::square_changes(&r.image, image, view, side, &board));
+            // Which squares' pictures changed, known before the lines to
+            // measure are drawn up: the search that picks among them
+            // later weighs a misread on an unchanged picture as no news
+            // and moves no piece for it, and the lines it weighs must be
+            // the ones measured.
+            if let Some(c) = &changes {
+                obs.unchanged = c.unchanged;
+                obs.changed = c.changed;
+                obs.reference_occupied = Some(board.occupied());
+            }
             let mut extra = Vec::new();
             if matches!(sc.verdict, super::Verdict::Unexplained { .. }) {
                 obs.changed_in_picture = changes.map_or(Bitboard::EMPTY, |c| !c.unchanged);
@@ -441,7 +451,7 @@ impl BoardWatcher {
                     boards.push(b);
                 }
             }
-            if let (true, Some(view), Some(changes)) = (boards.len() > 1, view, changes) {
+            if let (true, Some(view), true) = (boards.len() > 1, view, changes.is_some()) {
                 let costs =
                     super::change::explain_change(&r.image, image, &view, side, &board, &boards);
                 obs.change = costs
@@ -450,9 +460,6 @@ impl BoardWatcher {
                     .zip(boards)
                     .map(|(fit, board)| ChangeFit { board, fit })
                     .collect();
-                obs.unchanged = changes.unchanged;
-                obs.changed = changes.changed;
-                obs.reference_occupied = Some(board.occupied());
                 // Scored again with the picture measured: a move the
                 // picture picked, and the squares had not, must also beat
                 // every other legal move in the picture.
