@@ -856,7 +856,7 @@ fn by_picture_among_measured(
 /// the quick reply `...Nxa3` were on the board, the squares read `Rxf8`
 /// at 0.997 (a3's misread no news, its picture unchanged), the picture
 /// fitted `Rxf8 Nxa3` at 0.032 against 0.255 for `Rxf8` alone, and the
-/// verdict "uncertain" left the game waiting for its last four moves.
+/// verdict "uncertain" left the game waiting for its last six moves.
 fn picture_picks_a_line(pos: &Chess, obs: &BoardObs, hypotheses: &[Hypothesis]) -> bool {
     let boards: Vec<Board> = obs.change.iter().map(|c| c.board.clone()).collect();
     pick_by_change(obs, pos.board(), &boards).is_some_and(|k| {
@@ -1471,7 +1471,7 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
     // Misreads the picture already showed are no news here either
     // ([`news`]): seed-11 vinyl/angled (game seed 15, ply 46), `Rxf8
     // ...Nxa3` explained every square but e7, e8 and f7, misread the
-    // same way since `Bxa3`, and the game waited for its last four moves.
+    // same way since `Bxa3`, and the game waited for its last six moves.
     let clear = excusable(obs, &news(obs, pos.board(), &best.board), &best.board)
         && (margin >= RESYNC_MARGIN || picture_picks())
         && over_before >= RESYNC_MARGIN
