@@ -34,6 +34,11 @@ fn obs_of(pos: &Chess) -> BoardObs {
     BoardObs::of_board(pos.board())
 }
 
+/// Whether `obs` is scored as a board no legal move explains.
+fn is_unexplained(pos: &Chess, obs: &BoardObs) -> bool {
+    matches!(score(pos, obs).verdict, Verdict::Unexplained { .. })
+}
+
 fn verdict_move(pos: &Chess, obs: &BoardObs) -> String {
     match score(pos, obs).verdict {
         Verdict::Move { mv, .. } => uci_of(mv),
@@ -156,10 +161,7 @@ fn phantoms_in_a_piece_shadow_are_excused_and_nowhere_else() {
     for from in [Bitboard::from(Square::C6), Bitboard::EMPTY] {
         let mut obs = obs_of(&played);
         seen_white(&mut obs, Square::F5, from);
-        assert!(
-            matches!(score(&pos, &obs).verdict, Verdict::Unexplained { .. }),
-            "{from:?}"
-        );
+        assert!(is_unexplained(&pos, &obs), "{from:?}");
     }
     // Shadowed phantoms cost little: the move is still clearly ahead with
     // four of them, and a fifth is too many to excuse.
@@ -170,10 +172,7 @@ fn phantoms_in_a_piece_shadow_are_excused_and_nowhere_else() {
     }
     assert_eq!(verdict_move(&pos, &obs), "g1f3");
     seen_white(&mut obs, shadowed[4], Square::F3.into());
-    assert!(matches!(
-        score(&pos, &obs).verdict,
-        Verdict::Unexplained { .. }
-    ));
+    assert!(is_unexplained(&pos, &obs));
 }
 
 /// `obs` with change costs for "nothing changed" and the given moves.
@@ -384,10 +383,7 @@ fn a_misread_the_picture_already_showed_does_not_make_a_move_unexplained() {
     let mut obs = obs_of(&after(&pos, "Ne5"));
     obs.set(Square::E7, SquareObs::of_probs(1.0, 0.0, 0.0));
     obs.set(Square::F7, SquareObs::of_probs(0.0, 1.0, 0.0));
-    assert!(matches!(
-        score(&pos, &obs).verdict,
-        Verdict::Unexplained { .. }
-    ));
+    assert!(is_unexplained(&pos, &obs));
     let with_changed = |changed: Bitboard| {
         let mut o = obs.clone();
         o.changed = changed;
@@ -398,19 +394,16 @@ fn a_misread_the_picture_already_showed_does_not_make_a_move_unexplained() {
     let moved = Bitboard::from(Square::D7) | Bitboard::from(Square::E5);
     assert_eq!(verdict_move(&pos, &with_changed(moved)), "d7e5");
     // Where the picture changed too, the pawn read gone is news.
-    assert!(matches!(
-        score(&pos, &with_changed(moved | Bitboard::from(Square::E7))).verdict,
-        Verdict::Unexplained { .. }
+    assert!(is_unexplained(
+        &pos,
+        &with_changed(moved | Bitboard::from(Square::E7))
     ));
     // Measured against a frame of another position (the robot's move is
     // checked against the board it should leave, the picture against the
     // board before it), the unchanged squares say nothing of this one.
     let mut elsewhere = with_changed(moved);
     elsewhere.reference_occupied = Some(pos.board().occupied() ^ Bitboard::from(Square::A2));
-    assert!(matches!(
-        score(&pos, &elsewhere).verdict,
-        Verdict::Unexplained { .. }
-    ));
+    assert!(is_unexplained(&pos, &elsewhere));
 }
 
 #[test]
@@ -432,10 +425,7 @@ fn a_move_the_picture_picks_leans_on_unchanged_squares_only_against_a_frame_of_t
     // before it): h2 looking as it did then says nothing of this one.
     let mut elsewhere = obs.clone();
     elsewhere.reference_occupied = Some(pos.board().occupied() ^ Bitboard::from(Square::A2));
-    assert!(matches!(
-        score(&pos, &elsewhere).verdict,
-        Verdict::Unexplained { .. }
-    ));
+    assert!(is_unexplained(&pos, &elsewhere));
 }
 
 #[test]
@@ -464,10 +454,7 @@ fn a_quick_reply_the_picture_shows_is_left_to_the_lost_track_search() {
     assert_eq!(verdict_move(&pos, &seen(&[("e5 Nf3", 0.15)])), "e7e5");
     // It fits `...e5 Nf3` clearly best: the reply is on the board too,
     // which only the lost-track search may commit.
-    assert!(matches!(
-        score(&pos, &seen(&[("e5 Nf3", 0.02)])).verdict,
-        Verdict::Unexplained { .. }
-    ));
+    assert!(is_unexplained(&pos, &seen(&[("e5 Nf3", 0.02)])));
     // Two lines fit about as well: no line is clearly best, wait.
     assert_eq!(
         score(&pos, &seen(&[("e5 Nf3", 0.02), ("e5 Nh3", 0.05)])).verdict,
@@ -614,10 +601,7 @@ fn a_piece_that_reads_empty_where_it_arrived_is_found_by_the_change() {
     let played = after(&pos, "Kf8");
     let mut obs = obs_of(&played);
     obs.set(Square::F8, in_shadow_of(Square::F7, Occupant::Empty));
-    assert!(matches!(
-        score(&pos, &obs).verdict,
-        Verdict::Unexplained { .. }
-    ));
+    assert!(is_unexplained(&pos, &obs));
     let seen = with_change(&pos, &obs, 0.48, &[("Kf8", 0.02), ("Ke7", 0.42)]);
     assert_eq!(verdict_move(&pos, &seen), "e8f8");
     // Where no piece stands in front of the square, a piece that reads
@@ -627,10 +611,7 @@ fn a_piece_that_reads_empty_where_it_arrived_is_found_by_the_change() {
     // b7, its square (a8) reading empty.
     let mut in_the_open = seen.clone();
     in_the_open.set(Square::F8, SquareObs::certain(Occupant::Empty));
-    assert!(matches!(
-        score(&pos, &in_the_open).verdict,
-        Verdict::Unexplained { .. }
-    ));
+    assert!(is_unexplained(&pos, &in_the_open));
     // "Nothing changed" fitting best, a close second, or a misread square
     // the move does not explain: still unexplained.
     let mut a1_empty = seen.clone();
@@ -646,10 +627,7 @@ fn a_piece_that_reads_empty_where_it_arrived_is_found_by_the_change() {
         with_change(&pos, &obs, 0.48, &[("Kf8", 0.02), ("Ke7", 0.1)]),
         a1_empty,
     ] {
-        assert!(matches!(
-            score(&pos, &o).verdict,
-            Verdict::Unexplained { .. }
-        ));
+        assert!(is_unexplained(&pos, &o));
     }
 }
 
@@ -795,10 +773,7 @@ fn colour_misreads_behind_a_piece_are_excused_from_the_shadow_allowance() {
     let mut obs = obs_of(&played);
     seen_white(&mut obs, Square::E7, Bitboard::EMPTY);
     seen_white(&mut obs, Square::G8, Bitboard::EMPTY);
-    assert!(matches!(
-        score(&pos, &obs).verdict,
-        Verdict::Unexplained { .. }
-    ));
+    assert!(is_unexplained(&pos, &obs));
 }
 
 /// Observations of a board with noise: each square gives its true state
