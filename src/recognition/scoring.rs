@@ -725,7 +725,7 @@ fn by_change(pos: &Chess, obs: &BoardObs, hypotheses: &[Hypothesis]) -> Option<(
     // Lines of missed moves measured on a board no move explains are
     // rivals too: the move must beat them, and is not taken when one of
     // them fits best (the tracker's lost-track search decides that).
-    let one_ply: Vec<Board> = hypotheses.iter().map(|h| board_after(pos, h.mv)).collect();
+    let one_ply = boards_of(pos, hypotheses);
     for c in &obs.change {
         if !one_ply.contains(&c.board) && !boards.contains(&c.board) {
             boards.push(c.board.clone());
@@ -859,11 +859,13 @@ fn by_picture_among_measured(
 /// verdict "uncertain" left the game waiting for its last six moves.
 fn picture_picks_a_line(pos: &Chess, obs: &BoardObs, hypotheses: &[Hypothesis]) -> bool {
     let boards: Vec<Board> = obs.change.iter().map(|c| c.board.clone()).collect();
-    pick_by_change(obs, pos.board(), &boards).is_some_and(|k| {
-        !hypotheses
-            .iter()
-            .any(|h| board_after(pos, h.mv) == boards[k])
-    })
+    pick_by_change(obs, pos.board(), &boards)
+        .is_some_and(|k| !boards_of(pos, hypotheses).contains(&boards[k]))
+}
+
+/// The board each hypothesis leaves (one move from `pos`, or none).
+fn boards_of(pos: &Chess, hypotheses: &[Hypothesis]) -> Vec<Board> {
+    hypotheses.iter().map(|h| board_after(pos, h.mv)).collect()
 }
 
 /// Of `boards` (the position `before` among them), the one that clearly

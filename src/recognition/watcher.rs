@@ -451,7 +451,7 @@ impl BoardWatcher {
                     boards.push(b);
                 }
             }
-            if let (true, Some(view), true) = (boards.len() > 1, view, changes.is_some()) {
+            if let (true, Some(view)) = (boards.len() > 1, view) {
                 let costs =
                     super::change::explain_change(&r.image, image, &view, side, &board, &boards);
                 obs.change = costs
