@@ -576,3 +576,116 @@ fn the_move_played_explains_the_change_in_the_picture() {
         );
     }
 }
+
+/// A hand that rests, still, on the piece it just put down is in the frame
+/// the move is decided on. At the low view it shows only above the board's
+/// far edge, up the squares' axes, and the motion detector (which watches
+/// the board's floor) sees it neither rest nor leave. The position's
+/// reference picture must not keep it: once the hand has gone and the
+/// scene is still again, the clean frame is the reference.
+#[test]
+fn a_hand_resting_on_the_piece_it_put_down_is_not_kept_in_the_reference() {
+    use chessbot::camera::sim::rgb_from_sim;
+    use chessbot::recognition::BoardWatcher;
+    use chessbot::sim::world::{Hand, SKIN_TONES, UNIT_PER_SQUARE};
+    use nalgebra::{Point3, Vector3};
+
+    let spec = SceneSpec {
+        width: 640,
+        height: 480,
+        ..scene("printed", "low")
+    };
+    let before = position_from_fen("2b3k1/1Q3ppp/8/8/8/8/5PPP/6K1 w - - 0 1").unwrap();
+    let mv = parse_move(&before, "Qxc8+").unwrap();
+    let mut after = before.clone();
+    after.play_unchecked(mv);
+    let s = spec.build(before.board(), 4).unwrap();
+    let moved = moved_world(&s.world, before.board(), after.board());
+    let render = |w: &World| {
+        rgb_from_sim(
+            chessbot::sim::render(w, &s.camera, &s.options)
+                .unwrap()
+                .image,
+        )
+    };
+    // The fingertips on the queen's top, the arm from Black's side; then
+    // the hand drawn back and up, out of the picture in four frames.
+    let unit = UNIT_PER_SQUARE * moved.board.square_mm;
+    let c = moved.board.square_centre(Square::C8);
+    let top = chessbot::sim::pieces::height_mm(shakmaty::Role::Queen, unit);
+    let hand_at = |k: f64| {
+        let mut w = moved.clone();
+        let grip = Point3::new(c.x, c.y + 100.0 * k, top + 8.0 + 70.0 * k);
+        w.hand = Some(Hand::reaching(
+            grip,
+            Vector3::y(),
+            SKIN_TONES[1],
+            [0.2, 0.3, 0.5],
+        ));
+        render(&w)
+    };
+    let img_before = render(&s.world);
+    let resting = hand_at(0.0);
+    let leaving: Vec<RgbImage> = (1..=4).map(|k| hand_at(f64::from(k))).collect();
+    let clean = render(&moved);
+
+    let mut w = BoardWatcher::new(before.clone(), WatcherConfig::default());
+    // (time, events so far, whether a frame after the decision was busy)
+    let mut seen = (0u64, Vec::new(), false);
+    let push = |w: &mut BoardWatcher,
+                img: &RgbImage,
+                n: usize,
+                seen: &mut (u64, Vec<TrackEvent>, bool)| {
+        for _ in 0..n {
+            seen.0 += 33;
+            let out = w.push(img, seen.0).unwrap();
+            if seen.1.iter().any(|e| matches!(e, TrackEvent::Move { .. })) {
+                seen.2 |= out.busy;
+            }
+            seen.1.extend(out.event);
+        }
+    };
+    push(&mut w, &img_before, 30, &mut seen);
+    // Resting until the move is decided, and half a second on.
+    while seen.1.is_empty() && seen.0 < 3000 {
+        push(&mut w, &resting, 1, &mut seen);
+    }
+    push(&mut w, &resting, 15, &mut seen);
+    assert!(
+        matches!(seen.1.as_slice(), [TrackEvent::Move { mv: m, .. }] if *m == mv),
+        "{:?}",
+        seen.1
+    );
+    assert!(w.reference_image() == Some(&resting));
+    for img in &leaving {
+        push(&mut w, img, 1, &mut seen);
+    }
+    push(&mut w, &clean, 10, &mut seen);
+    // The floor never moved: the hand was over the board unseen.
+    assert!(!seen.2, "the motion detector saw the hand leave");
+    // Where the hand was, the reference now shows what the clean frame
+    // shows (it may be a frame of the hand's way out that no longer
+    // reaches the pieces).
+    let reference = w.reference_image().expect("a reference of the position");
+    let luma = |img: &RgbImage, i: usize| {
+        let p = &img.data[3 * i..3 * i + 3];
+        0.299 * f32::from(p[0]) + 0.587 * f32::from(p[1]) + 0.114 * f32::from(p[2])
+    };
+    let hand: Vec<usize> = (0..clean.width * clean.height)
+        .filter(|&i| (luma(&resting, i) - luma(&clean, i)).abs() > 30.0)
+        .collect();
+    assert!(
+        hand.len() > 500,
+        "the hand covers only {} pixels",
+        hand.len()
+    );
+    let kept = hand
+        .iter()
+        .filter(|&&i| (luma(reference, i) - luma(&clean, i)).abs() > 30.0)
+        .count();
+    assert!(
+        kept * 20 < hand.len(),
+        "the reference still shows the hand in {kept} of its {} pixels",
+        hand.len()
+    );
+}

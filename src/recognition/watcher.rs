@@ -77,6 +77,13 @@ const CONFIRM_CANDIDATES: usize = 8;
 /// often stay ambiguous in every frame of a position).
 const REFERENCE_POSTERIOR: f64 = 0.9;
 
+/// How long after a decision its reference may still give way to a frame
+/// the hand has left ([`ReferenceSettling`]): a hand may rest on the piece
+/// it let go of for a moment, and withdrawing at 600 mm/s (the
+/// simulator's relaxed pace) it clears the board's far edge in about half
+/// a second; five still frames follow.
+const REFERENCE_SETTLE_MS: u64 = 2000;
+
 /// Tuning of the watcher.
 #[derive(Debug, Clone)]
 pub struct WatcherConfig {
@@ -175,6 +182,40 @@ pub struct BoardWatcher {
     /// was and which position: what a move's frames are compared with to
     /// see which piece left ([`super::change`]).
     reference: Option<Reference>,
+    /// Since the frame a decision was made on: whether its reference may
+    /// still give way to a later frame (see [`ReferenceSettling`]).
+    settling: Option<ReferenceSettling>,
+}
+
+/// A hand that lets go of a piece may rest on it, still, while the move is
+/// decided, and that frame becomes the position's reference picture. At a
+/// low view the hand shows only above the pieces, up the squares' axes,
+/// not on the board's floor where the motion detector looks (standard
+/// recognition bench, seed 1, printed/low: fingers on the queen just put
+/// on c8 in the frame `Qxc8` was decided on; ten frames later the hand was
+/// gone, c8's picture had changed from its reference, the queen on the far
+/// light square read empty, and every later board was unexplained). So for
+/// a while after a decision ([`REFERENCE_SETTLE_MS`]), while the motion
+/// detector sees no motion, a frame that ends a run of still frames (floor
+/// and axes, [`WatcherConfig::settle_frames`] in a row) replaces the
+/// reference when fewer of its samples (floor and axes) differ from the
+/// reference before the move than the reference's do: both show the move,
+/// so what the later frame has less of is the hand (counted by samples,
+/// not cells: the fingers on a piece that has just arrived cover a cell
+/// that differs anyway). A hand coming back for the next move adds
+/// samples that differ (unless, still, it happens to hide just the move's
+/// own change), and its pick-up is motion.
+#[derive(Debug, Clone)]
+struct ReferenceSettling {
+    /// Signature of the reference picture before the decision.
+    prior: motion::Signature,
+    /// How many samples of the reference now held differ from `prior`
+    /// ([`motion::differing_samples`]).
+    differing: usize,
+    /// When the decision frame was taken.
+    decided_ms: u64,
+    /// Still frames in a row so far.
+    still: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -209,6 +250,7 @@ impl BoardWatcher {
             candidate: None,
             shadows: None,
             reference: None,
+            settling: None,
             cfg,
         }
     }
@@ -216,6 +258,14 @@ impl BoardWatcher {
     /// The position the watcher believes is on the board.
     pub fn position(&self) -> &Chess {
         self.tracker.position()
+    }
+
+    /// The picture the believed position was last seen in, with which a
+    /// move's frames are compared (see [`super::change`]); `None` until one
+    /// was taken for it.
+    pub fn reference_image(&self) -> Option<&RgbImage> {
+        let r = self.reference.as_ref()?;
+        (r.board == *self.tracker.position().board()).then_some(&r.image)
     }
 
     /// Sets the position (new game, take-back, correction by a person).
@@ -309,6 +359,13 @@ impl BoardWatcher {
                 *c |= d;
             }
         }
+        let still = self.recent.back().is_some_and(|prev| {
+            let f = self.cfg.cover_fraction;
+            !motion::differing_cells(prev, &sig, f)
+                .iter()
+                .chain(&motion::differing_axes(prev, &sig, f))
+                .any(|d| *d)
+        });
         if self.recent.len() >= MOTION_LOOKBACK {
             self.recent.pop_front();
         }
@@ -359,7 +416,25 @@ impl BoardWatcher {
                 )
             )
         {
+            // The picture of the position before, to tell later frames
+            // with less of a hand in them (where it was taken here).
+            let prior = self
+                .reference
+                .as_ref()
+                .filter(|r| r.location == read.location && r.side == read.orientation.white_at)
+                .map(|r| motion::signature(&r.image, &read.location));
             self.take_reference(image, &read);
+            self.settling = prior.zip(self.recent.back()).map(|(prior, sig)| {
+                let differing = motion::differing_samples(&prior, sig);
+                ReferenceSettling {
+                    prior,
+                    differing,
+                    decided_ms: t_ms,
+                    still: 0,
+                }
+            });
+        } else {
+            self.settle_reference(image, &read, still, busy);
         }
         let covered = Square::ALL
             .into_iter()
@@ -522,6 +597,47 @@ impl BoardWatcher {
         }
     }
 
+    /// One frame on from a decision (see [`ReferenceSettling`]): `still`
+    /// tells whether this frame's floor and axes match the previous
+    /// frame's, `busy` whether the motion detector saw motion.
+    fn settle_reference(&mut self, image: &RgbImage, read: &FrameReading, still: bool, busy: bool) {
+        let Some(s) = self.settling.as_mut() else {
+            return;
+        };
+        let same_place = self.reference.as_ref().is_some_and(|r| {
+            r.location == read.location
+                && r.side == read.orientation.white_at
+                && r.board == *self.tracker.position().board()
+        });
+        let t_ms = self.last_t_ms.unwrap_or(0);
+        if busy || !same_place || t_ms.saturating_sub(s.decided_ms) > REFERENCE_SETTLE_MS {
+            self.settling = None;
+            return;
+        }
+        if !still {
+            s.still = 0;
+            return;
+        }
+        s.still += 1;
+        if s.still < self.cfg.settle_frames {
+            return;
+        }
+        let Some(sig) = self.recent.back() else {
+            return;
+        };
+        let differing = motion::differing_samples(&s.prior, sig);
+        if differing < s.differing {
+            tracing::debug!(
+                t_ms,
+                from = s.differing,
+                to = differing,
+                "reference moved on to a frame with less of a hand"
+            );
+            s.differing = differing;
+            self.take_reference(image, read);
+        }
+    }
+
     /// Makes `image` the reference picture of the believed position.
     fn take_reference(&mut self, image: &RgbImage, read: &FrameReading) {
         self.reference = Some(Reference {
@@ -629,6 +745,7 @@ impl BoardWatcher {
         self.candidate = None;
         self.motion = MotionDetector::new(self.cfg.cover_fraction, self.cfg.settle_frames);
         self.recent.clear();
+        self.settling = None;
     }
 }
 

@@ -1,7 +1,10 @@
 //! Hand/arm-over-board and scene-settled detection for a fixed camera.
 //!
 //! Each frame is reduced to a small luminance signature per square (8x8
-//! samples over the inner 80 % of each cell of the known grid). A square is
+//! samples over the inner 80 % of each cell of the known grid: its floor).
+//! A few samples up each cell's vertical axis, where a piece standing on it
+//! and a hand resting on that piece show at oblique views, are kept beside
+//! them ([`differing_axes`]) but do not count as motion. A square is
 //! *moving* when its signature differs from the previous frame's, and
 //! *changed* when it differs from the last settled frame's. The scene is
 //! *settled* after `settle_frames` frames in a row without moving squares;
@@ -22,48 +25,133 @@ pub const DEFAULT_SETTLE_FRAMES: u32 = 5;
 pub const PIXEL_DIFF: f32 = 30.0;
 /// Samples per cell side.
 const SIG: usize = 8;
+/// Heights (square sides) of the samples up each cell's vertical axis: from
+/// a pawn's middle to a little over a king's top (1.67, see
+/// `vision::squares`), where the fingertips of a hand resting on a piece
+/// are. At a low view these show what the board plane does not: on the
+/// standard recognition bench a hand still resting on a far queen hid
+/// nothing of the board plane, and the frame it was on became the move's
+/// reference (see `recognition::watcher`). Not higher: above the far rank
+/// the axes show the room behind the board, where a hand withdrawing to
+/// its rest kept them moving (with samples up to 2.5 squares, the frames
+/// after that queen's hand had gone were never still).
+const AXIS_HEIGHTS: [f64; 6] = [0.4, 0.7, 1.0, 1.3, 1.6, 1.9];
+/// Sideways offsets (square sides) of the axis samples: within a piece's
+/// silhouette (a king's base is about half a square wide).
+const AXIS_OFFSETS: [f64; 3] = [-0.2, 0.0, 0.2];
+const AXIS: usize = AXIS_HEIGHTS.len() * AXIS_OFFSETS.len();
+
+/// Luminance samples of one cell: its floor, then up its axis.
+#[derive(Debug, Clone, PartialEq)]
+struct CellSig {
+    floor: [f32; SIG * SIG],
+    axis: Option<[f32; AXIS]>,
+}
 
 /// Per-square luminance signature of one frame (grid order `c + 8 r`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Signature {
-    cells: Vec<[f32; SIG * SIG]>,
+    cells: Vec<CellSig>,
 }
 
-/// Computes the signature of a frame for a located board.
+/// Computes the signature of a frame for a located board. The axis samples
+/// need the camera's viewpoint; where it cannot be estimated from the
+/// board's homography, only the floor is sampled.
 pub fn signature(img: &RgbImage, loc: &BoardLocation) -> Signature {
+    let view = super::viewpoint::estimate(loc);
+    let luma_at = |p: Option<[f64; 2]>| {
+        p.and_then(|p| img.sample(p[0], p[1]))
+            .map(super::image::luma)
+            .unwrap_or(0.0)
+    };
     let mut cells = Vec::with_capacity(64);
     for r in 0..8 {
         for c in 0..8 {
-            let mut s = [0f32; SIG * SIG];
+            let mut floor = [0f32; SIG * SIG];
             for l in 0..SIG {
                 for k in 0..SIG {
                     let g = [
                         c as f64 + 0.1 + 0.8 * (k as f64 + 0.5) / SIG as f64,
                         r as f64 + 0.1 + 0.8 * (l as f64 + 0.5) / SIG as f64,
                     ];
-                    s[l * SIG + k] = loc
-                        .to_image(g)
-                        .and_then(|p| img.sample(p[0], p[1]))
-                        .map(super::image::luma)
-                        .unwrap_or(0.0);
+                    floor[l * SIG + k] = luma_at(loc.to_image(g));
                 }
             }
-            cells.push(s);
+            let axis = view.as_ref().map(|v| {
+                let mut axis = [0f32; AXIS];
+                let (x, y) = (c as f64 + 0.5, r as f64 + 0.5);
+                for (i, &z) in AXIS_HEIGHTS.iter().enumerate() {
+                    // Sideways in the image: across the line of sight.
+                    let (dx, dy) = (v.centre[0] - x, v.centre[1] - y);
+                    let n = dx.hypot(dy).max(1e-9);
+                    for (j, &o) in AXIS_OFFSETS.iter().enumerate() {
+                        let (sx, sy) = (x - dy / n * o, y + dx / n * o);
+                        axis[i * AXIS_OFFSETS.len() + j] = luma_at(v.project(sx, sy, z));
+                    }
+                }
+                axis
+            });
+            cells.push(CellSig { floor, axis });
         }
     }
     Signature { cells }
 }
 
-/// Which cells differ between two signatures.
+/// Whether more than `fraction` of two sample sets differ.
+fn differ(a: &[f32], b: &[f32], fraction: f32) -> bool {
+    let n = a
+        .iter()
+        .zip(b)
+        .filter(|(x, y)| (*x - *y).abs() > PIXEL_DIFF)
+        .count();
+    n as f32 > fraction * a.len() as f32
+}
+
+/// Which cells' floors differ between two signatures: what the motion
+/// detector and the covered squares go by.
 pub fn differing_cells(a: &Signature, b: &Signature, fraction: f32) -> [bool; 64] {
     let mut out = [false; 64];
-    for (i, o) in out.iter_mut().enumerate() {
-        let n = a.cells[i]
-            .iter()
-            .zip(&b.cells[i])
+    for (o, (x, y)) in out.iter_mut().zip(a.cells.iter().zip(&b.cells)) {
+        *o = differ(&x.floor, &y.floor, fraction);
+    }
+    out
+}
+
+/// How many samples (floor and axis, every cell) differ between two
+/// signatures: finer than whole cells where something covers part of a
+/// cell that differs anyway (a hand on a piece that has just arrived).
+pub fn differing_samples(a: &Signature, b: &Signature) -> usize {
+    let count = |p: &[f32], q: &[f32]| {
+        p.iter()
+            .zip(q)
             .filter(|(x, y)| (*x - *y).abs() > PIXEL_DIFF)
-            .count();
-        *o = n as f32 > fraction * (SIG * SIG) as f32;
+            .count()
+    };
+    a.cells
+        .iter()
+        .zip(&b.cells)
+        .map(|(x, y)| {
+            let axis = match (&x.axis, &y.axis) {
+                (Some(p), Some(q)) => count(p, q),
+                _ => 0,
+            };
+            axis + count(&x.floor, &y.floor)
+        })
+        .sum()
+}
+
+/// Which cells' vertical axes differ between two signatures (none where
+/// either has no axis samples). Not part of the motion detector's verdict:
+/// at low views the axes of the far rank show what stands behind the board,
+/// and counting their motion kept hands "over the board" long after they
+/// had let go (standard recognition bench, seed 1: median latency 200 ->
+/// 233 ms, and a quick reply merged with the move before it).
+pub fn differing_axes(a: &Signature, b: &Signature, fraction: f32) -> [bool; 64] {
+    let mut out = [false; 64];
+    for (o, (x, y)) in out.iter_mut().zip(a.cells.iter().zip(&b.cells)) {
+        if let (Some(p), Some(q)) = (&x.axis, &y.axis) {
+            *o = differ(p, q, fraction);
+        }
     }
     out
 }
@@ -203,5 +291,45 @@ mod tests {
             last = det.update(signature(&clear, &loc));
         }
         assert!(last.settled && last.just_settled && !last.hand_over_board());
+    }
+
+    /// A low view: a hand resting on a piece on the far rank shows above
+    /// the board's far edge, up the cell's axis, and nowhere on the floor.
+    #[test]
+    fn a_hand_above_a_far_piece_differs_up_the_axis_not_on_the_floor() {
+        // Grid y = 0 (the far edge) narrow and high in the picture.
+        let corners = [
+            [220.0, 150.0],
+            [420.0, 150.0],
+            [560.0, 400.0],
+            [80.0, 400.0],
+        ];
+        let loc = BoardLocation::from_corners(corners, (640, 480)).unwrap();
+        let view = crate::vision::viewpoint::estimate(&loc).expect("an oblique view");
+        let mut img = RgbImage::new(640, 480);
+        for y in 0..480 {
+            for x in 0..640 {
+                img.put(x, y, [120, 120, 120]);
+            }
+        }
+        let before = signature(&img, &loc);
+        assert_eq!(differing_samples(&before, &before), 0);
+        let p = view.project(3.5, 0.5, 1.6).unwrap();
+        assert!(
+            p[1] < 145.0,
+            "the axis point {p:?} is not above the far edge"
+        );
+        for y in 0..480usize {
+            for x in 0..640usize {
+                if (x as f64 - p[0]).hypot(y as f64 - p[1]) < 14.0 {
+                    img.put(x, y, [230, 200, 180]);
+                }
+            }
+        }
+        let after = signature(&img, &loc);
+        let f = DEFAULT_COVER_FRACTION;
+        assert!(!differing_cells(&before, &after, f).iter().any(|d| *d));
+        assert!(differing_axes(&before, &after, f)[3]);
+        assert!(differing_samples(&before, &after) >= 4);
     }
 }
