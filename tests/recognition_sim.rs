@@ -390,17 +390,18 @@ fn moved_world(world: &World, before: &Board, after: &Board) -> World {
 /// A still frame of `pos` and one of `after` on the same scene (built for
 /// `pos` with `seed`).
 fn render_move(spec: &SceneSpec, seed: u64, pos: &Chess, after: &Chess) -> (RgbImage, RgbImage) {
-    use chessbot::camera::sim::rgb_from_sim;
     let s = spec.build(pos.board(), seed).unwrap();
-    let render = |w: &World| {
-        rgb_from_sim(
-            chessbot::sim::render(w, &s.camera, &s.options)
-                .unwrap()
-                .image,
-        )
-    };
     let moved = moved_world(&s.world, pos.board(), after.board());
-    (render(&s.world), render(&moved))
+    (render_world(&s, &s.world), render_world(&s, &moved))
+}
+
+/// `world` seen by `scene`'s camera.
+fn render_world(scene: &chessbot::sim::Scene, world: &World) -> RgbImage {
+    chessbot::camera::sim::rgb_from_sim(
+        chessbot::sim::render(world, &scene.camera, &scene.options)
+            .unwrap()
+            .image,
+    )
 }
 
 /// A watcher that saw `before` settle for a second, then `mv` played (one
@@ -585,7 +586,6 @@ fn the_move_played_explains_the_change_in_the_picture() {
 /// scene is still again, the clean frame is the reference.
 #[test]
 fn a_hand_resting_on_the_piece_it_put_down_is_not_kept_in_the_reference() {
-    use chessbot::camera::sim::rgb_from_sim;
     use chessbot::recognition::BoardWatcher;
     use chessbot::sim::world::{Hand, SKIN_TONES, UNIT_PER_SQUARE};
     use nalgebra::{Point3, Vector3};
@@ -601,13 +601,7 @@ fn a_hand_resting_on_the_piece_it_put_down_is_not_kept_in_the_reference() {
     after.play_unchecked(mv);
     let s = spec.build(before.board(), 4).unwrap();
     let moved = moved_world(&s.world, before.board(), after.board());
-    let render = |w: &World| {
-        rgb_from_sim(
-            chessbot::sim::render(w, &s.camera, &s.options)
-                .unwrap()
-                .image,
-        )
-    };
+    let render = |w: &World| render_world(&s, w);
     // The fingertips on the queen's top, the arm from Black's side; then
     // the hand drawn back and up, out of the picture in four frames.
     let unit = UNIT_PER_SQUARE * moved.board.square_mm;

@@ -359,11 +359,11 @@ impl BoardWatcher {
                 *c |= d;
             }
         }
-        let still = self.recent.back().is_some_and(|prev| {
-            let f = self.cfg.cover_fraction;
-            !motion::differing_cells(prev, &sig, f)
+        // Still up the squares' axes too (the floor is the motion
+        // detector's; see `ReferenceSettling`).
+        let axes_still = self.recent.back().is_some_and(|prev| {
+            !motion::differing_axes(prev, &sig, self.cfg.cover_fraction)
                 .iter()
-                .chain(&motion::differing_axes(prev, &sig, f))
                 .any(|d| *d)
         });
         if self.recent.len() >= MOTION_LOOKBACK {
@@ -371,6 +371,7 @@ impl BoardWatcher {
         }
         self.recent.push_back(sig.clone());
         let state = self.motion.update(sig);
+        let still = axes_still && !state.moving.iter().any(|m| *m);
         let slow_motion = cells.iter().any(|c| *c);
         if slow_motion {
             self.moved_ms = Some(t_ms);

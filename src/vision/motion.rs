@@ -80,10 +80,10 @@ pub fn signature(img: &RgbImage, loc: &BoardLocation) -> Signature {
             let axis = view.as_ref().map(|v| {
                 let mut axis = [0f32; AXIS];
                 let (x, y) = (c as f64 + 0.5, r as f64 + 0.5);
+                // Sideways in the image: across the line of sight.
+                let (dx, dy) = (v.centre[0] - x, v.centre[1] - y);
+                let n = dx.hypot(dy).max(1e-9);
                 for (i, &z) in AXIS_HEIGHTS.iter().enumerate() {
-                    // Sideways in the image: across the line of sight.
-                    let (dx, dy) = (v.centre[0] - x, v.centre[1] - y);
-                    let n = dx.hypot(dy).max(1e-9);
                     for (j, &o) in AXIS_OFFSETS.iter().enumerate() {
                         let (sx, sy) = (x - dy / n * o, y + dx / n * o);
                         axis[i * AXIS_OFFSETS.len() + j] = luma_at(v.project(sx, sy, z));
@@ -97,14 +97,17 @@ pub fn signature(img: &RgbImage, loc: &BoardLocation) -> Signature {
     Signature { cells }
 }
 
-/// Whether more than `fraction` of two sample sets differ.
-fn differ(a: &[f32], b: &[f32], fraction: f32) -> bool {
-    let n = a
-        .iter()
+/// How many samples of two sample sets differ (by more than `PIXEL_DIFF`).
+fn count_differing(a: &[f32], b: &[f32]) -> usize {
+    a.iter()
         .zip(b)
         .filter(|(x, y)| (*x - *y).abs() > PIXEL_DIFF)
-        .count();
-    n as f32 > fraction * a.len() as f32
+        .count()
+}
+
+/// Whether more than `fraction` of two sample sets differ.
+fn differ(a: &[f32], b: &[f32], fraction: f32) -> bool {
+    count_differing(a, b) as f32 > fraction * a.len() as f32
 }
 
 /// Which cells' floors differ between two signatures: what the motion
@@ -121,21 +124,15 @@ pub fn differing_cells(a: &Signature, b: &Signature, fraction: f32) -> [bool; 64
 /// signatures: finer than whole cells where something covers part of a
 /// cell that differs anyway (a hand on a piece that has just arrived).
 pub fn differing_samples(a: &Signature, b: &Signature) -> usize {
-    let count = |p: &[f32], q: &[f32]| {
-        p.iter()
-            .zip(q)
-            .filter(|(x, y)| (*x - *y).abs() > PIXEL_DIFF)
-            .count()
-    };
     a.cells
         .iter()
         .zip(&b.cells)
         .map(|(x, y)| {
             let axis = match (&x.axis, &y.axis) {
-                (Some(p), Some(q)) => count(p, q),
+                (Some(p), Some(q)) => count_differing(p, q),
                 _ => 0,
             };
-            axis + count(&x.floor, &y.floor)
+            axis + count_differing(&x.floor, &y.floor)
         })
         .sum()
 }
