@@ -226,6 +226,18 @@ struct Reference {
     board: shakmaty::Board,
 }
 
+impl Reference {
+    /// Taken where `read` found the board, seen the same way round.
+    fn seen_as(&self, read: &FrameReading) -> bool {
+        self.location == read.location && self.side == read.orientation.white_at
+    }
+
+    /// A picture of `board` that `read`'s frame can be compared with.
+    fn of(&self, board: &shakmaty::Board, read: &FrameReading) -> bool {
+        self.board == *board && self.seen_as(read)
+    }
+}
+
 /// What a frame's board location means for the tracked one.
 enum Adoption {
     /// The tracked board (or the first one found): read the frame.
@@ -422,7 +434,7 @@ impl BoardWatcher {
             let prior = self
                 .reference
                 .as_ref()
-                .filter(|r| r.location == read.location && r.side == read.orientation.white_at)
+                .filter(|r| r.seen_as(&read))
                 .map(|r| motion::signature(&r.image, &read.location));
             self.take_reference(image, &read);
             self.settling = prior.zip(self.recent.back()).map(|(prior, sig)| {
@@ -466,14 +478,12 @@ impl BoardWatcher {
         let board = pos.board().clone();
         let side = read.orientation.white_at;
         let sc = super::score(pos, obs);
-        let same =
-            |r: &Reference| r.board == board && r.side == side && r.location == read.location;
         let close_call = matches!(
             sc.verdict,
             super::Verdict::Uncertain | super::Verdict::Unexplained { .. }
         );
         let to_confirm = matches!(sc.verdict, super::Verdict::Move { .. });
-        let reference = self.reference.as_ref().filter(|r| same(r));
+        let reference = self.reference.as_ref().filter(|r| r.of(&board, read));
         if let (true, Some(r)) = (close_call || to_confirm, reference) {
             let measure = if to_confirm {
                 1 + CONFIRM_CANDIDATES
@@ -605,11 +615,10 @@ impl BoardWatcher {
         let Some(s) = self.settling.as_mut() else {
             return;
         };
-        let same_place = self.reference.as_ref().is_some_and(|r| {
-            r.location == read.location
-                && r.side == read.orientation.white_at
-                && r.board == *self.tracker.position().board()
-        });
+        let same_place = self
+            .reference
+            .as_ref()
+            .is_some_and(|r| r.of(self.tracker.position().board(), read));
         let t_ms = self.last_t_ms.unwrap_or(0);
         if busy || !same_place || t_ms.saturating_sub(s.decided_ms) > REFERENCE_SETTLE_MS {
             self.settling = None;
