@@ -178,7 +178,7 @@ pub fn run_vision(cmd: VisionCmd) -> anyhow::Result<ExitCode> {
             let sets = eval::load_real_sets(&data)
                 .with_context(|| format!("reading labelled photos under {}", data.display()))?;
             if let Some(out) = dump_features {
-                let mut rows = vec!["set,photo,cell,light,frac,mean_dev,piece_luma,local,frac_local,luma_local,truth".to_owned()];
+                let mut rows = vec![chessbot::vision::eval_sim::feature_header()];
                 for set in &sets {
                     rows.extend(eval::feature_rows(set));
                 }

@@ -451,11 +451,12 @@ fn the_piece_that_left_tells_apart_moves_to_the_same_square() {
         position_from_fen("rnbqkbnr/ppp1pppp/3p4/8/8/2P1P3/PP1P1PPP/RNBQKBNR b KQkq - 0 2")
             .unwrap();
     let bd7 = parse_move(&before, "Bd7").unwrap();
-    // Seed 5: a set-up where c8 looks occupied after the move (on others
+    // Seed 10: a set-up where c8 looks occupied after the move (on others
     // the squares alone decide it; see the control below). Seed 2 was one
-    // until the learned classifier saw outlines and shading: it now reads
-    // c8 empty from the picture after alone.
-    let (both, only_after) = watch_before_and_after(&spec, 5, &before, bd7);
+    // until the learned classifier saw outlines and shading, seed 5 until
+    // it saw the axis profile: of seeds 1-16, the picture after alone now
+    // reads c8 empty on all but 3 (misread elsewhere) and 10.
+    let (both, only_after) = watch_before_and_after(&spec, 10, &before, bd7);
     assert!(
         matches!(both.as_slice(), [TrackEvent::Move { mv, .. }] if *mv == bd7),
         "{both:?}"

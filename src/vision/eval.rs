@@ -325,8 +325,10 @@ pub fn evaluate_set(set: &[Sample]) -> Vec<SampleResult> {
     out
 }
 
-/// CSV rows `set,photo,cell,light,f0..f3,truth` of every localized photo
-/// (truth in the grid frame, with the given side or the best-fitting one).
+/// The rows of [`super::eval_sim::feature_header`] (photo, set, set, cell,
+/// model inputs, the rule's answer, truth) of every localized photo with a
+/// view context (truth in the grid frame, with the given side or the
+/// best-fitting one): real cells for checking the learned classifier.
 pub fn feature_rows(set: &[Sample]) -> Vec<String> {
     let mut rows = Vec::new();
     for s in set {
@@ -356,24 +358,18 @@ pub fn feature_rows(set: &[Sample]) -> Vec<String> {
                 .unwrap_or(Side::Bottom)
         });
         let t = squares::cells_from_occupancy(&truth, side);
-        for (i, c) in cells.iter().enumerate() {
-            rows.push(format!(
-                "{},{},{i},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{}",
-                s.set,
-                s.path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-                c.light as u8,
-                c.f[0],
-                c.f[1],
-                c.f[2],
-                c.f[3],
-                c.f[4],
-                c.f[5],
-                t[i].letter()
-            ));
-        }
+        let photo = s
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        rows.extend(super::eval_sim::cell_rows(
+            &photo,
+            &s.set,
+            &s.set,
+            &cells,
+            |i| t.get(i).copied(),
+        ));
     }
     rows
 }

@@ -701,9 +701,12 @@ pub fn failures(results: &[FrameResult]) -> Vec<String> {
 
 /// The CSV header of [`feature_rows`].
 pub fn feature_header() -> String {
-    let mut h = vec!["frame", "view", "board", "cell"];
-    h.extend(super::learned::INPUT_NAMES);
-    h.extend(["rule", "truth"]);
+    let mut h: Vec<String> = ["frame", "view", "board", "cell"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    h.extend(super::learned::input_names());
+    h.extend(["rule".to_string(), "truth".to_string()]);
     h.join(",")
 }
 
@@ -715,10 +718,33 @@ pub fn feature_rows(spec: &FrameSpec, img: &RgbImage, truth: &FrameTruth) -> Vec
     let Some((_, side, cells)) = localized_cells(img, truth) else {
         return Vec::new();
     };
-    let Some(inputs) = super::learned::model_inputs(&cells) else {
+    cell_rows(
+        &spec.index.to_string(),
+        &format!("{:?}", spec.view),
+        &format!("{:?}", spec.board_style),
+        &cells,
+        |i| {
+            let sq = Square::ALL[side.square_of_cell(i % 8, i / 8)];
+            let t = truth.squares.get(&sq.to_string())?;
+            (!t.occluded).then(|| occupant_of(t.piece))
+        },
+    )
+}
+
+/// The rows of [`feature_header`] for one frame's cells (grid order), with
+/// each cell's true occupant (`None`: leave the cell out); none when the
+/// cells have no view context.
+pub fn cell_rows(
+    frame: &str,
+    view: &str,
+    board: &str,
+    cells: &[super::squares::CellFeatures],
+    truth: impl Fn(usize) -> Option<Occupant>,
+) -> Vec<String> {
+    let Some(inputs) = super::learned::model_inputs(cells) else {
         return Vec::new();
     };
-    let rule = super::squares::classify_by_rule(&cells);
+    let rule = super::squares::classify_by_rule(cells);
     let class = |o: Occupant| match o {
         Occupant::Empty => 0,
         Occupant::White => 1,
@@ -726,24 +752,16 @@ pub fn feature_rows(spec: &FrameSpec, img: &RgbImage, truth: &FrameTruth) -> Vec
     };
     let mut rows = Vec::new();
     for (i, (x, p)) in inputs.iter().zip(&rule).enumerate() {
-        let sq = Square::ALL[side.square_of_cell(i % 8, i / 8)];
-        let Some(t) = truth.squares.get(&sq.to_string()) else {
+        let Some(t) = truth(i) else {
             continue;
         };
-        if t.occluded {
-            continue;
-        }
         let got = super::squares::state_of(p[0], p[1], p[2]);
         let x: Vec<String> = x.iter().map(|v| format!("{v:.4}")).collect();
         rows.push(format!(
-            "{},{:?},{:?},{},{},{},{}",
-            spec.index,
-            spec.view,
-            spec.board_style,
-            i,
+            "{frame},{view},{board},{i},{},{},{}",
             x.join(","),
             class(got),
-            class(occupant_of(t.piece))
+            class(t)
         ));
     }
     rows

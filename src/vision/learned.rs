@@ -14,15 +14,19 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
-use super::squares::{colour_split, CellFeatures, NCTX, NF};
+use super::squares::{colour_split, profile_names, CellFeatures, NCTX, NF, NPROFILE};
 use super::VisionError;
 
-/// Number of model inputs per cell.
-pub const NIN: usize = 3 + NF + NCTX;
+/// Number of model inputs per cell: the measurements and view context
+/// ([`MEASUREMENT_NAMES`]) and the axis profile.
+pub const NIN: usize = NMEASUREMENTS + NPROFILE;
 
-/// Names of the inputs, in order (the CSV header of the training rows and
-/// the model file's `inputs`, checked when the model is loaded).
-pub const INPUT_NAMES: [&str; NIN] = [
+/// Number of measurement and view-context inputs.
+const NMEASUREMENTS: usize = 3 + NF + NCTX;
+
+/// Names of the measurement and view-context inputs, in order; the axis
+/// profile's ([`profile_names`]) follow them in [`input_names`].
+pub const MEASUREMENT_NAMES: [&str; NMEASUREMENTS] = [
     "light",
     "hidden",
     "luma_rel",
@@ -44,6 +48,16 @@ pub const INPUT_NAMES: [&str; NIN] = [
     "dist",
 ];
 
+/// Names of all inputs, in order (the CSV header of the training rows and
+/// the model file's `inputs`, checked when the model is loaded).
+pub fn input_names() -> Vec<String> {
+    MEASUREMENT_NAMES
+        .iter()
+        .map(|s| s.to_string())
+        .chain(profile_names())
+        .collect()
+}
+
 /// The model inputs of every cell, or `None` when a cell has no view
 /// context (no viewpoint could be estimated: the rule reads those frames).
 pub fn model_inputs(cells: &[CellFeatures]) -> Option<Vec<[f32; NIN]>> {
@@ -52,6 +66,7 @@ pub fn model_inputs(cells: &[CellFeatures]) -> Option<Vec<[f32; NIN]>> {
         .iter()
         .map(|c| {
             let ctx = c.ctx?;
+            let profile = c.profile?;
             let mut x = [0.0; NIN];
             x[0] = f32::from(u8::from(c.light));
             x[1] = f32::from(u8::from(c.hidden));
@@ -59,7 +74,8 @@ pub fn model_inputs(cells: &[CellFeatures]) -> Option<Vec<[f32; NIN]>> {
             // between white and black pieces.
             x[2] = c.f[super::squares::F_LUMA_LOCAL] - split;
             x[3..3 + NF].copy_from_slice(&c.f);
-            x[3 + NF..].copy_from_slice(&ctx);
+            x[3 + NF..NMEASUREMENTS].copy_from_slice(&ctx);
+            x[NMEASUREMENTS..].copy_from_slice(&profile);
             Some(x)
         })
         .collect()
@@ -111,17 +127,18 @@ struct ForestFile {
 }
 
 impl Forest {
-    /// Parses and checks a model file: inputs as [`INPUT_NAMES`], three
+    /// Parses and checks a model file: inputs as [`input_names`], three
     /// classes (empty, white, black), child indices inside each tree and
     /// pointing forward (no cycles), split features among the inputs.
     pub fn parse(text: &str) -> Result<Forest, VisionError> {
         let bad = |m: String| VisionError::Input(format!("square classifier model: {m}"));
         let file: ForestFile =
             serde_json::from_str(text).map_err(|e| bad(format!("not a model file: {e}")))?;
-        if file.inputs != INPUT_NAMES {
+        let names = input_names();
+        if file.inputs != names {
             return Err(bad(format!(
                 "inputs {:?} differ from the program's {:?}",
-                file.inputs, INPUT_NAMES
+                file.inputs, names
             )));
         }
         if file.classes != 3 || file.baseline.len() != 3 {
@@ -237,7 +254,7 @@ mod tests {
     fn tiny(trees: &str) -> String {
         format!(
             r#"{{"inputs": {}, "classes": 3, "baseline": [0.0, 0.0, 0.0], "trees": {trees}}}"#,
-            serde_json::to_string(&INPUT_NAMES).unwrap()
+            serde_json::to_string(&input_names()).unwrap()
         )
     }
 

@@ -128,6 +128,10 @@ pub struct CellFeatures {
     /// How the camera sees the cell and its surroundings (see
     /// [`cell_context`]); `None` where no viewpoint could be estimated.
     pub ctx: Option<[f32; NCTX]>,
+    /// What the image shows up the cell's vertical axis (see
+    /// [`axis_profile`]); `None` where no viewpoint could be estimated.
+    #[serde(skip)]
+    pub profile: Option<[f32; NPROFILE]>,
 }
 
 /// The photo's own colour statistics.
@@ -362,8 +366,9 @@ pub fn cell_features(
         let ctx: Vec<[f32; NCTX]> = (0..64)
             .map(|i| cell_context(img, &view, i, &cells[i], &out, &colours, even_light))
             .collect();
-        for (cell, x) in out.iter_mut().zip(ctx) {
+        for (i, (cell, x)) in out.iter_mut().zip(ctx).enumerate() {
             cell.ctx = Some(x);
+            cell.profile = Some(axis_profile(img, &view, i, &colours, even_light));
         }
     }
     Ok((out, colours))
@@ -372,13 +377,17 @@ pub fn cell_features(
 /// Whether colour `rgb` is that of the board square under grid point `g`
 /// (within `DEVIATION` of the light/dark contrast).
 fn shows_board(rgb: [f32; 3], g: [f64; 2], colours: &BoardColours, even_light: bool) -> bool {
+    dist(rgb, square_colour_at(g, colours, even_light)) / colours.contrast < DEVIATION
+}
+
+/// The colour of the board square under grid point `g`.
+fn square_colour_at(g: [f64; 2], colours: &BoardColours, even_light: bool) -> [f32; 3] {
     let even = (g[0] as usize + g[1] as usize).is_multiple_of(2);
-    let square = if even == even_light {
+    if even == even_light {
         colours.light
     } else {
         colours.dark
-    };
-    dist(rgb, square) / colours.contrast < DEVIATION
+    }
 }
 
 /// Height (square sides) of the piece standing at grid point `c`: the
@@ -558,6 +567,7 @@ fn features_of(samples: &[Sample], is_light: bool, colours: &BoardColours) -> Ce
             frac, mean_dev, piece_luma, local, frac_local, luma_local, edge, frac_fine,
         ],
         ctx: None,
+        profile: None,
     }
 }
 
@@ -716,7 +726,7 @@ pub fn classify_uncalibrated(cells: &[CellFeatures]) -> Vec<[f32; 3]> {
 /// model, trained on renders only, read the real near-overhead webcam
 /// frames worse than the rule (91.2 against 95.8 % of squares), and with
 /// this gate no real set reads worse than by the rule alone.
-const LEARNED_MAX_ELEVATION: f32 = 60.0 / 90.0;
+const LEARNED_MAX_ELEVATION: f32 = 55.0 / 90.0;
 
 /// The learned classifier's probabilities, when every cell has its view
 /// context (and the shipped model loaded).
@@ -1163,6 +1173,82 @@ fn cell_context(
     ]
 }
 
+/// Heights up a cell's vertical axis that [`axis_profile`] samples (square
+/// sides): from just above the floor to above a king's top (1.67).
+const PROFILE_HEIGHTS: [f64; 13] = [
+    0.1, 0.25, 0.4, 0.55, 0.7, 0.85, 1.0, 1.15, 1.3, 1.45, 1.6, 1.75, 1.9,
+];
+/// Offsets across the line of sight (square sides): the axis and either
+/// side of it within a piece's width (a king's base is 0.4 square wide).
+const PROFILE_OFFSETS: [f64; 3] = [-0.2, 0.0, 0.2];
+/// Values per profile point: luma on the board's dark-to-light scale, and
+/// distance from the colour of the board square the sight line lands on.
+const PROFILE_VALUES: usize = 2;
+/// Number of profile values per cell.
+pub const NPROFILE: usize = PROFILE_HEIGHTS.len() * PROFILE_OFFSETS.len() * PROFILE_VALUES;
+/// A profile value where the point is outside the image, or its sight line
+/// does not land on the board.
+const PROFILE_MISSING: f32 = -9.0;
+
+/// Names of the profile values, in [`axis_profile`]'s order:
+/// `p{height index}{l|c|r}_{luma|behind}`.
+pub fn profile_names() -> Vec<String> {
+    let mut names = Vec::with_capacity(NPROFILE);
+    for k in 0..PROFILE_HEIGHTS.len() {
+        for side in ["l", "c", "r"] {
+            for value in ["luma", "behind"] {
+                names.push(format!("p{k:02}{side}_{value}"));
+            }
+        }
+    }
+    names
+}
+
+/// What the image shows up the vertical axis of cell `i`, a coarse picture
+/// of whatever stands there seen from the camera: at each of
+/// `PROFILE_HEIGHTS` and `PROFILE_OFFSETS` (across the sight line), the luma
+/// on the board's dark (0) to light (1) scale and the colour distance (in
+/// contrasts) from the board square the sight line lands on behind it. A
+/// piece on the cell shows its own colour up to its height and the board
+/// behind above it; an empty cell shows the board behind from the floor up
+/// (unless a piece further back stands in the way). Heights-major, then
+/// offsets, then the two values.
+fn axis_profile(
+    img: &RgbImage,
+    view: &viewpoint::Viewpoint,
+    i: usize,
+    colours: &BoardColours,
+    even_light: bool,
+) -> [f32; NPROFILE] {
+    let c = [(i % 8) as f64 + 0.5, (i / 8) as f64 + 0.5];
+    let (dx, dy) = (view.centre[0] - c[0], view.centre[1] - c[1]);
+    let l = dx.hypot(dy).max(1e-9);
+    let (sx, sy) = (-dy / l, dx / l);
+    let dark = luma(colours.dark);
+    let mut out = [PROFILE_MISSING; NPROFILE];
+    let mut k = 0;
+    for &z in &PROFILE_HEIGHTS {
+        for &o in &PROFILE_OFFSETS {
+            let p = [c[0] + sx * o, c[1] + sy * o];
+            if let Some(rgb) = view
+                .project(p[0], p[1], z)
+                .and_then(|px| img.sample(px[0], px[1]))
+            {
+                out[k] = (luma(rgb) - dark) / colours.contrast;
+                if let Some(g) = view
+                    .ground_behind(p[0], p[1], z)
+                    .filter(|g| (0.0..8.0).contains(&g[0]) && (0.0..8.0).contains(&g[1]))
+                {
+                    out[k + 1] =
+                        dist(rgb, square_colour_at(g, colours, even_light)) / colours.contrast;
+                }
+            }
+            k += PROFILE_VALUES;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1181,6 +1267,7 @@ mod tests {
             hidden: false,
             f: [frac, frac, pl, frac, frac, pl, 0.0, frac],
             ctx: None,
+            profile: None,
         }
     }
 
@@ -1461,6 +1548,7 @@ mod tests {
                         _ => cell(i % 2 == 0, 0.2, 0.5),
                     };
                     c.ctx = Some([elevation, 0.2, 0.1, 0.5, 0.3, 0.4, 1.0, 0.5]);
+                    c.profile = Some([0.5; NPROFILE]);
                     c
                 })
                 .collect()
@@ -1476,5 +1564,81 @@ mod tests {
         let blind: Vec<CellFeatures> = (0..64).map(|i| cell(i % 2 == 0, 0.8, 1.3)).collect();
         assert!(classify_learned(&blind).is_none());
         assert_eq!(classify_uncalibrated(&blind), classify_by_rule(&blind));
+    }
+
+    /// Index of profile value `value` (0 luma, 1 behind) at height index
+    /// `k` on the axis itself.
+    fn on_axis(k: usize, value: usize) -> usize {
+        (k * PROFILE_OFFSETS.len() + 1) * PROFILE_VALUES + value
+    }
+
+    #[test]
+    fn the_axis_profile_shows_a_standing_piece_up_to_its_height_and_the_board_behind_above_it() {
+        // An oblique view: grid y = 0 (the far edge) narrow and high in the
+        // picture, the camera beyond grid y = 8.
+        let corners = [
+            [220.0, 150.0],
+            [420.0, 150.0],
+            [560.0, 400.0],
+            [80.0, 400.0],
+        ];
+        let loc = BoardLocation::from_corners(corners, (640, 480)).unwrap();
+        let view = viewpoint::estimate(&loc).expect("an oblique view");
+        // A red cylinder 0.2 square in radius and 1.0 high on cell (3, 5).
+        let (foot, radius, height) = ([3.5, 5.5], 0.2, 1.0);
+        let silhouette: Vec<([f64; 2], f64)> = (0..=50)
+            .filter_map(|k| {
+                let z = height * k as f64 / 50.0;
+                let c = view.project(foot[0], foot[1], z)?;
+                let e = view.project(foot[0] + radius, foot[1], z)?;
+                Some((c, (e[0] - c[0]).hypot(e[1] - c[1])))
+            })
+            .collect();
+        let mut img = RgbImage::new(640, 480);
+        for y in 0..480 {
+            for x in 0..640 {
+                let p = [x as f64 + 0.5, y as f64 + 0.5];
+                let in_piece = silhouette
+                    .iter()
+                    .any(|(c, r)| (p[0] - c[0]).hypot(p[1] - c[1]) <= *r);
+                let rgb = match loc.grid_from_image.apply(p) {
+                    _ if in_piece => [200, 40, 40],
+                    Some(g) if (0.0..8.0).contains(&g[0]) && (0.0..8.0).contains(&g[1]) => {
+                        if (g[0] as usize + g[1] as usize).is_multiple_of(2) {
+                            [215, 200, 170]
+                        } else {
+                            [100, 70, 45]
+                        }
+                    }
+                    _ => [128, 128, 128],
+                };
+                img.put(x, y, rgb);
+            }
+        }
+        let (cells, _) = cell_features(&img, &loc).unwrap();
+        let piece = cells[3 + 8 * 5].profile.expect("a viewpoint");
+        let empty = cells[5 + 8 * 5].profile.expect("a viewpoint");
+        // Heights 0.1-1.0 (indices 0-6) show the piece, not the board
+        // behind; 1.45-1.9 (indices 9-12), above its top, the board behind
+        // (the silhouette drawn as discs of the piece's radius reaches a
+        // little above 1.0 in the picture).
+        for k in 0..=6 {
+            assert!(piece[on_axis(k, 1)] > DEVIATION, "height {k}: {piece:?}");
+        }
+        for k in 9..=12 {
+            let b = piece[on_axis(k, 1)];
+            assert!((0.0..DEVIATION).contains(&b), "height {k}: {b}");
+        }
+        // The empty cell shows the board behind all the way up, and at its
+        // foot the luma of its own (light) square.
+        for k in 0..PROFILE_HEIGHTS.len() {
+            let b = empty[on_axis(k, 1)];
+            assert!((0.0..DEVIATION).contains(&b), "height {k}: {b}");
+        }
+        assert!(
+            (empty[on_axis(0, 0)] - 1.0).abs() < 0.1,
+            "{}",
+            empty[on_axis(0, 0)]
+        );
     }
 }
