@@ -380,6 +380,19 @@ fn shows_board(rgb: [f32; 3], g: [f64; 2], colours: &BoardColours, even_light: b
     dist(rgb, square_colour_at(g, colours, even_light)) / colours.contrast < DEVIATION
 }
 
+/// The unit vector on the board across the line of sight from the camera
+/// to grid point `c` (sideways, as the camera sees it).
+fn across_sight(view: &viewpoint::Viewpoint, c: [f64; 2]) -> (f64, f64) {
+    let (dx, dy) = (view.centre[0] - c[0], view.centre[1] - c[1]);
+    let l = dx.hypot(dy).max(1e-9);
+    (-dy / l, dx / l)
+}
+
+/// Whether grid point `g` lies on the board.
+fn on_board(g: [f64; 2]) -> bool {
+    (0.0..8.0).contains(&g[0]) && (0.0..8.0).contains(&g[1])
+}
+
 /// The colour of the board square under grid point `g`.
 fn square_colour_at(g: [f64; 2], colours: &BoardColours, even_light: bool) -> [f32; 3] {
     let even = (g[0] as usize + g[1] as usize).is_multiple_of(2);
@@ -412,7 +425,7 @@ fn piece_height(
         ) else {
             return z;
         };
-        if !(0.0..8.0).contains(&g[0]) || !(0.0..8.0).contains(&g[1]) {
+        if !on_board(g) {
             return z;
         }
         let Some(rgb) = img.sample(p[0], p[1]) else {
@@ -439,10 +452,7 @@ fn axis_shows_board(
     colours: &BoardColours,
     even_light: bool,
 ) -> bool {
-    let (dx, dy) = (view.centre[0] - c[0], view.centre[1] - c[1]);
-    let l = dx.hypot(dy).max(1e-9);
-    // Sideways, across the line of sight.
-    let (sx, sy) = (-dy / l, dx / l);
+    let (sx, sy) = across_sight(view, c);
     let (mut board, mut other) = (0, 0);
     let mut z = AXIS_LOW;
     while z <= AXIS_HIGH {
@@ -464,7 +474,7 @@ fn axis_shows_board(
                 seen = false;
                 break;
             };
-            if !(0.0..8.0).contains(&g[0]) || !(0.0..8.0).contains(&g[1]) {
+            if !on_board(g) {
                 seen = false;
                 break;
             }
@@ -1135,7 +1145,6 @@ fn cell_context(
         }
     }
     let frac = |a: usize, n: usize| a as f32 / n.max(1) as f32;
-    let on_board = |g: [f64; 2]| (0.0..8.0).contains(&g[0]) && (0.0..8.0).contains(&g[1]);
     let (mut board, mut seen) = (0, 0);
     let mut k = 0;
     loop {
@@ -1228,9 +1237,7 @@ fn axis_profile(
     even_light: bool,
 ) -> [f32; NPROFILE] {
     let c = [(i % 8) as f64 + 0.5, (i / 8) as f64 + 0.5];
-    let (dx, dy) = (view.centre[0] - c[0], view.centre[1] - c[1]);
-    let l = dx.hypot(dy).max(1e-9);
-    let (sx, sy) = (-dy / l, dx / l);
+    let (sx, sy) = across_sight(view, c);
     let dark = luma(colours.dark);
     let mut out = [PROFILE_MISSING; NPROFILE];
     let mut k = 0;
@@ -1242,10 +1249,7 @@ fn axis_profile(
                 .and_then(|px| img.sample(px[0], px[1]))
             {
                 out[k] = (luma(rgb) - dark) / colours.contrast;
-                if let Some(g) = view
-                    .ground_behind(p[0], p[1], z)
-                    .filter(|g| (0.0..8.0).contains(&g[0]) && (0.0..8.0).contains(&g[1]))
-                {
+                if let Some(g) = view.ground_behind(p[0], p[1], z).filter(|g| on_board(*g)) {
                     out[k + 1] =
                         dist(rgb, square_colour_at(g, colours, even_light)) / colours.contrast;
                 }
@@ -1613,7 +1617,7 @@ mod tests {
                     .any(|(c, r)| (p[0] - c[0]).hypot(p[1] - c[1]) <= *r);
                 let rgb = match loc.grid_from_image.apply(p) {
                     _ if in_piece => [200, 40, 40],
-                    Some(g) if (0.0..8.0).contains(&g[0]) && (0.0..8.0).contains(&g[1]) => {
+                    Some(g) if on_board(g) => {
                         if (g[0] as usize + g[1] as usize).is_multiple_of(2) {
                             [215, 200, 170]
                         } else {
