@@ -295,14 +295,7 @@ mod tests {
     #[test]
     fn a_hand_above_a_far_piece_differs_up_the_axis_not_on_the_floor() {
         // Grid y = 0 (the far edge) narrow and high in the picture.
-        let corners = [
-            [220.0, 150.0],
-            [420.0, 150.0],
-            [560.0, 400.0],
-            [80.0, 400.0],
-        ];
-        let loc = BoardLocation::from_corners(corners, (640, 480)).unwrap();
-        let view = crate::vision::viewpoint::estimate(&loc).expect("an oblique view");
+        let (loc, view) = crate::vision::viewpoint::oblique_test_view();
         let mut img = RgbImage::new(640, 480);
         for y in 0..480 {
             for x in 0..640 {

@@ -1590,14 +1590,7 @@ mod tests {
     fn the_axis_profile_shows_a_standing_piece_up_to_its_height_and_the_board_behind_above_it() {
         // An oblique view: grid y = 0 (the far edge) narrow and high in the
         // picture, the camera beyond grid y = 8.
-        let corners = [
-            [220.0, 150.0],
-            [420.0, 150.0],
-            [560.0, 400.0],
-            [80.0, 400.0],
-        ];
-        let loc = BoardLocation::from_corners(corners, (640, 480)).unwrap();
-        let view = viewpoint::estimate(&loc).expect("an oblique view");
+        let (loc, view) = viewpoint::oblique_test_view();
         // A red cylinder 0.2 square in radius and 1.0 high on cell (3, 5).
         let (foot, radius, height) = ([3.5, 5.5], 0.2, 1.0);
         let silhouette: Vec<([f64; 2], f64)> = (0..=50)

@@ -203,6 +203,22 @@ impl Viewpoint {
     }
 }
 
+/// A 640x480 oblique view for tests: the board as a trapezoid, grid y = 0
+/// (the far edge) narrow and high in the picture, the camera beyond grid
+/// y = 8; its location and estimated viewpoint.
+#[cfg(test)]
+pub(crate) fn oblique_test_view() -> (BoardLocation, Viewpoint) {
+    let corners = [
+        [220.0, 150.0],
+        [420.0, 150.0],
+        [560.0, 400.0],
+        [80.0, 400.0],
+    ];
+    let loc = BoardLocation::from_corners(corners, (640, 480)).unwrap();
+    let view = estimate(&loc).expect("an oblique view");
+    (loc, view)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
