@@ -1197,6 +1197,8 @@ const PROFILE_HEIGHTS: [f64; 13] = [
 /// Offsets across the line of sight (square sides): the axis and either
 /// side of it within a piece's width (a king's base is 0.4 square wide).
 const PROFILE_OFFSETS: [f64; 3] = [-0.2, 0.0, 0.2];
+/// The offsets' names in [`profile_names`] (one per offset, by type).
+const PROFILE_OFFSET_NAMES: [&str; PROFILE_OFFSETS.len()] = ["l", "c", "r"];
 /// Values per profile point: luma on the board's dark-to-light scale, and
 /// distance from the colour of the board square the sight line lands on.
 const PROFILE_VALUES: usize = 2;
@@ -1211,7 +1213,7 @@ const PROFILE_MISSING: f32 = -9.0;
 pub fn profile_names() -> Vec<String> {
     let mut names = Vec::with_capacity(NPROFILE);
     for k in 0..PROFILE_HEIGHTS.len() {
-        for side in ["l", "c", "r"] {
+        for side in PROFILE_OFFSET_NAMES {
             for value in ["luma", "behind"] {
                 names.push(format!("p{k:02}{side}_{value}"));
             }
