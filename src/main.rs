@@ -163,8 +163,10 @@ enum BenchCommand {
         #[arg(long)]
         answers: bool,
         /// Write each frame on which the watcher reports a board it cannot
-        /// explain, with the squares it read drawn over it, into this
-        /// folder (`game{G}_frame{N}.png`), to trace a stall.
+        /// explain or a robot move the board does not show, with the
+        /// squares it read drawn over it (`game{G}_frame{N}.png`) and as
+        /// the camera saw it (`game{G}_frame{N}_raw.png`), into this
+        /// folder, to trace a stall.
         #[arg(long, value_name = "DIR")]
         dump_unexplained: Option<std::path::PathBuf>,
         #[arg(long, default_value_t = 1)]

@@ -554,7 +554,7 @@ pub fn bench_recognition(
     width: u32,
     height: u32,
 ) -> anyhow::Result<ExitCode> {
-    use chessbot::recognition::bench::{watch_sim_game_with, MoveOutcome, SimGame};
+    use chessbot::recognition::bench::{color_of_ply, watch_sim_game_with, MoveOutcome, SimGame};
     use chessbot::sim::opponent::{random_moves, OpponentStyle};
     use chessbot::sim::{Realism, SceneSpec};
     use chessbot::vision::{io, overlay};
@@ -580,9 +580,16 @@ pub fn bench_recognition(
         let mv = random_moves(&start, moves, &mut rng);
         let board = BOARDS[g % 3];
         let camera = CAMERAS[(g / 3) % 3];
-        // One illegal-then-corrected move in every other game.
+        let robot = (g % 4 == 3).then_some(Color::White);
+        // One illegal-then-corrected move in every other game, by the
+        // person: against the robot, before the person's next ply.
         let illegal_before = if g % 2 == 1 && !mv.is_empty() {
-            vec![rng.random_range(0..mv.len())]
+            let k = rng.random_range(0..mv.len());
+            if robot == Some(color_of_ply(&start, k)) {
+                (k + 1..mv.len()).take(1).collect()
+            } else {
+                vec![k]
+            }
         } else {
             Vec::new()
         };
@@ -610,17 +617,24 @@ pub fn bench_recognition(
                 ..OpponentStyle::default()
             },
             seed: gseed,
-            robot: (g % 4 == 3).then_some(Color::White),
+            robot,
             blind: None,
             answers,
         };
         let mut dump_error = None;
         let r = watch_sim_game_with(&game, WatcherConfig::default(), |truth, out, _, image| {
-            let (Some(dir), Some(TrackEvent::Unexplained { .. }), Some(read)) =
-                (dump_unexplained, &out.event, &out.reading)
+            let (
+                Some(dir),
+                Some(TrackEvent::Unexplained { .. } | TrackEvent::RobotMoveMismatch { .. }),
+                Some(read),
+            ) = (dump_unexplained, &out.event, &out.reading)
             else {
                 return;
             };
+            let raw = dir.join(format!("game{g}_frame{}_raw.png", truth.frame));
+            if let Err(e) = io::save_image(image, &raw) {
+                dump_error.get_or_insert(anyhow::anyhow!("{}: {e}", raw.display()));
+            }
             let path = dir.join(format!("game{g}_frame{}.png", truth.frame));
             let drawn = overlay::draw(
                 image,
@@ -753,6 +767,9 @@ pub fn bench_recognition(
             }
             for (at, ply) in answers {
                 println!("    frame {at}: the person confirmed the position after {ply} plies");
+            }
+            for (ply, ms) in &r.robot_waits {
+                println!("    the robot's move at ply {ply} waited {ms:.0} ms for the watcher");
             }
         }
     }

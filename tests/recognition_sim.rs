@@ -242,10 +242,14 @@ fn a_quick_reply_after_the_robots_move_is_not_missed() {
             )
         })
         .count();
-    // The first robot move is verified; the script starts the robot's
-    // second move before the quick reply is committed (the service would
-    // wait for it), so that one is watched as a plain move.
-    assert_eq!(verified, 1);
+    // Both robot moves are verified: the second waits until the quick
+    // reply is committed, as the service's arm does.
+    assert_eq!(verified, 2);
+    assert!(
+        matches!(r.robot_waits[..], [(2, ms)] if ms > 0.0),
+        "{:?}",
+        r.robot_waits
+    );
 }
 
 #[test]

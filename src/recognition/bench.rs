@@ -27,6 +27,14 @@ pub const TAIL_MS: f64 = 2_000.0;
 /// answer is the position at the first settled frame after this delay.
 pub const ANSWER_MS: f64 = 4_000.0;
 
+/// The robot's move waits for the watcher to commit every earlier ply, as
+/// the service moves the arm only once it has the person's reply; a
+/// settled board the watcher cannot decide is asked about after 3 s
+/// (`TrackEvent::Unsure`). Past this wait the script makes the robot's
+/// move anyway (the service would keep waiting for the person), so that a
+/// stalled game still runs to its end and counts its later moves missed.
+pub const ROBOT_WAIT_MS: f64 = 10_000.0;
+
 /// One simulated game to watch.
 #[derive(Debug, Clone)]
 pub struct SimGame {
@@ -35,9 +43,10 @@ pub struct SimGame {
     pub moves: Vec<Move>,
     pub style: OpponentStyle,
     pub seed: u64,
-    /// The side the robot plays: the watcher is told to expect each of
-    /// its moves when the (scripted) move starts, as the service does when
-    /// the arm starts moving. `None`: two people.
+    /// The side the robot plays: each of its moves waits until the
+    /// watcher has committed the plies before it ([`ROBOT_WAIT_MS`]), and
+    /// the watcher is told to expect it when the (scripted) move starts,
+    /// as the service does when the arm starts moving. `None`: two people.
     pub robot: Option<Color>,
     /// Lost track: the watcher gets no frames from the start of move
     /// `.0` (0-based ply) until move `.1` is done.
@@ -101,6 +110,9 @@ pub struct SimGameReport {
     pub committed: Vec<Move>,
     /// When the person confirmed the position: (frame, plies played).
     pub answers: Vec<(u64, usize)>,
+    /// Robot moves that waited for the watcher ([`ROBOT_WAIT_MS`]): (ply,
+    /// how long, ms).
+    pub robot_waits: Vec<(usize, f64)>,
 }
 
 impl SimGameReport {
@@ -182,11 +194,47 @@ pub fn watch_sim_game_with(
     let mut last: Option<(crate::sim::World, ScriptTruth)> = None;
     let mut tail = 0u64;
     let tail_frames = (TAIL_MS * fps / 1000.0).round() as u64;
+    // A robot move the script began before the watcher had every earlier
+    // ply: held back while the scene stays still (the arm waits for the
+    // person's reply), and how long it has waited so far.
+    let mut held: Option<(crate::sim::World, ScriptTruth)> = None;
+    let mut waited_ms = 0.0;
+    // Frames added by waiting: later script frames come this much later.
+    let mut shift = 0u64;
     loop {
-        let (world, truth) = match script.next() {
-            Some(f) => {
-                last = Some(f.clone());
-                f
+        let next = held.take().or_else(|| script.next());
+        let (world, truth) = match next {
+            Some((w, mut t)) => {
+                let robot_starts = game.robot.is_some_and(|robot| {
+                    color_of_ply(&game.start, t.ply) == robot
+                        && t.events.iter().any(|e| e.starts_with("move_started"))
+                });
+                let wait =
+                    robot_starts && !blind && commits.len() < t.ply && waited_ms < ROBOT_WAIT_MS;
+                match last.clone() {
+                    Some((lw, mut lt)) if wait => {
+                        held = Some((w, t));
+                        lt.frame += 1;
+                        lt.time_ms += 1000.0 / fps;
+                        lt.events.clear();
+                        shift += 1;
+                        waited_ms += 1000.0 / fps;
+                        last = Some((lw.clone(), lt.clone()));
+                        (lw, lt)
+                    }
+                    _ => {
+                        if robot_starts {
+                            if waited_ms > 0.0 {
+                                report.robot_waits.push((t.ply, waited_ms));
+                            }
+                            waited_ms = 0.0;
+                        }
+                        t.frame += shift;
+                        t.time_ms += shift as f64 * 1000.0 / fps;
+                        last = Some((w.clone(), t.clone()));
+                        (w, t)
+                    }
+                }
             }
             None => {
                 let Some((w, mut t)) = last.clone() else {
@@ -221,8 +269,9 @@ pub fn watch_sim_game_with(
         if let (Some(robot), Some(&mv)) = (game.robot, game.moves.get(truth.ply)) {
             let starts = truth.events.iter().any(|e| e.starts_with("move_started"));
             // The service moves the arm only once it has the person's
-            // reply; the script does not wait, so a reply not yet
-            // committed means the robot's move is watched as a person's.
+            // reply; the script waits for it up to `ROBOT_WAIT_MS`, so a
+            // reply still not committed means the robot's move is watched
+            // as a person's.
             if starts
                 && color_of_ply(&game.start, truth.ply) == robot
                 && !blind
@@ -335,7 +384,7 @@ pub fn watch_sim_game_with(
 }
 
 /// Which colour plays ply `k` (0-based) from `start`.
-fn color_of_ply(start: &Chess, k: usize) -> Color {
+pub fn color_of_ply(start: &Chess, k: usize) -> Color {
     if k.is_multiple_of(2) {
         start.turn()
     } else {
