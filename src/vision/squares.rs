@@ -745,16 +745,6 @@ const LEARNED_MAX_ELEVATION: f32 = 55.0 / 90.0;
 /// 2: 228 -> 152 and 221 -> 149 squares wrong.
 const LEARNED_CERTAIN: f32 = 0.999;
 
-/// In the calibrated model, an oblique cell's learned reading replaces the
-/// reference's where one state is above this. Seed-31 vinyl/low robot game
-/// (`bench recognition --seed 31 --from 7`): the robot's `Qxd7+` left
-/// White's queen on the far light d7, which the trees read White at 0.998
-/// and the reference's model empty, so the verification failed and the
-/// game stalled at 18/40; at 0.99 (and with every oblique cell replaced)
-/// it reads on. Real calibrated photos, whose oblique cells are few: 0.999
-/// and 0.99 cost 1 and 3 squares of 4608, every oblique cell 14.
-const LEARNED_SURE_CALIBRATED: f32 = 0.99;
-
 /// The learned classifier's probabilities, when every cell has its view
 /// context (and the shipped model loaded).
 pub fn classify_learned(cells: &[CellFeatures]) -> Option<Vec<[f32; 3]>> {
@@ -967,36 +957,13 @@ impl CalibratedModel {
     /// `HIDDEN_TRUST` as much. Cells of a colour whose three classes the
     /// reference did not all show keep the rule's reading.
     ///
-    /// The base is the rule, not the learned classifier: its errors are
-    /// systematic (the same square read wrong in every frame of a fixed
-    /// camera), and in the move watcher, which teaches this model on the
-    /// game's own positions, a product with the first trees stalled a
-    /// simulated game at the low view on squares they kept misreading
-    /// (standard bench game 7: 5/20 moves against 20/20 with the rule).
-    ///
-    /// Where a visible cell is seen from below `LEARNED_MAX_ELEVATION`
-    /// and the learned classifier is sure of it (one state above
-    /// [`LEARNED_SURE_CALIBRATED`]), its reading replaces all this: the
-    /// reference's likelihoods are over the rule's measurements, which
-    /// cannot see a pale piece on a far pale square at a low view.
+    /// Not the learned classifier's reading: its errors are systematic (the
+    /// same square read wrong in every frame of a fixed camera), and in
+    /// the move watcher, which teaches this model on the game's own
+    /// positions, a product with it stalled a simulated game at the low
+    /// view on squares it kept misreading (standard bench game 7: 5/20
+    /// moves against 20/20 with the rule).
     pub fn classify(&self, cells: &[CellFeatures]) -> Vec<[f32; 3]> {
-        let mut probs = self.classify_by_reference(cells);
-        if let Some(learned) = classify_learned(cells) {
-            for ((p, l), c) in probs.iter_mut().zip(learned).zip(cells) {
-                let oblique = c
-                    .ctx
-                    .is_some_and(|x| x[CTX_ELEVATION] < LEARNED_MAX_ELEVATION);
-                if oblique && !c.hidden && l.iter().any(|&v| v > LEARNED_SURE_CALIBRATED) {
-                    *p = l;
-                }
-            }
-        }
-        probs
-    }
-
-    /// The rule's reading times the reference's likelihoods (see
-    /// [`CalibratedModel::classify`]).
-    fn classify_by_reference(&self, cells: &[CellFeatures]) -> Vec<[f32; 3]> {
         let base = classify_by_rule(cells);
         cells
             .iter()
@@ -1583,55 +1550,22 @@ mod tests {
         assert_eq!(state(p[22]), Occupant::White, "{:?}", p[22]);
     }
 
-    /// 64 cells of three looks (by index mod 3) with a view context at
-    /// `elevation` (fraction of 90°).
-    fn seen_from(elevation: f32) -> Vec<CellFeatures> {
-        (0..64)
-            .map(|i| {
-                let mut c = match i % 3 {
-                    0 => cell(i % 2 == 0, 0.8, 1.3),
-                    1 => cell(i % 2 == 0, 0.3, -0.2),
-                    _ => cell(i % 2 == 0, 0.2, 0.5),
-                };
-                c.ctx = Some([elevation, 0.2, 0.1, 0.5, 0.3, 0.4, 1.0, 0.5]);
-                c.profile = Some([0.5; NPROFILE]);
-                c
-            })
-            .collect()
-    }
-
-    #[test]
-    fn the_calibrated_model_takes_the_learned_reading_where_it_is_sure_of_an_oblique_cell() {
-        let labels: Vec<Occupant> = (0..64)
-            .map(|i| [Occupant::White, Occupant::Black, Occupant::Empty][i % 3])
-            .collect();
-        let model = CalibratedModel::fit(&seen_from(0.4), &labels).unwrap();
-        // Steep cells: the reference's reading, whatever the trees say.
-        let steep = seen_from(0.8);
-        assert_eq!(model.classify(&steep), model.classify_by_reference(&steep));
-        let oblique = seen_from(0.4);
-        let learned =
-            classify_learned(&oblique).expect("the shipped model reads cells with context");
-        let by_reference = model.classify_by_reference(&oblique);
-        let read = model.classify(&oblique);
-        let mut sure = 0;
-        for i in 0..64 {
-            if learned[i].iter().any(|&v| v > LEARNED_SURE_CALIBRATED) {
-                sure += 1;
-                assert_eq!(read[i], learned[i], "cell {i}");
-            } else {
-                assert_eq!(read[i], by_reference[i], "cell {i}");
-            }
-        }
-        let changed = (0..64).filter(|&i| read[i] != by_reference[i]).count();
-        assert!(
-            changed > 0 && sure < 64,
-            "{sure} sure cells, {changed} changed: the test sees both cases"
-        );
-    }
-
     #[test]
     fn steep_cells_keep_the_rule_and_oblique_ones_the_learned_model() {
+        let seen_from = |elevation: f32| -> Vec<CellFeatures> {
+            (0..64)
+                .map(|i| {
+                    let mut c = match i % 3 {
+                        0 => cell(i % 2 == 0, 0.8, 1.3),
+                        1 => cell(i % 2 == 0, 0.3, -0.2),
+                        _ => cell(i % 2 == 0, 0.2, 0.5),
+                    };
+                    c.ctx = Some([elevation, 0.2, 0.1, 0.5, 0.3, 0.4, 1.0, 0.5]);
+                    c.profile = Some([0.5; NPROFILE]);
+                    c
+                })
+                .collect()
+        };
         let steep = seen_from(0.8);
         // Steep cells keep the rule unless the model is near-certain.
         let sure = classify_learned(&steep).expect("the shipped model reads cells with context");
