@@ -201,14 +201,18 @@ pub fn watch_sim_game_with(
     let mut waited_ms = 0.0;
     // Frames added by waiting: later script frames come this much later.
     let mut shift = 0u64;
+    // Whether a script frame starts one of the robot's moves.
+    let robot_move_starts = |t: &ScriptTruth| {
+        game.robot.is_some_and(|robot| {
+            color_of_ply(&game.start, t.ply) == robot
+                && t.events.iter().any(|e| e.starts_with("move_started"))
+        })
+    };
     loop {
         let next = held.take().or_else(|| script.next());
         let (world, truth) = match next {
             Some((w, mut t)) => {
-                let robot_starts = game.robot.is_some_and(|robot| {
-                    color_of_ply(&game.start, t.ply) == robot
-                        && t.events.iter().any(|e| e.starts_with("move_started"))
-                });
+                let robot_starts = robot_move_starts(&t);
                 let wait =
                     robot_starts && !blind && commits.len() < t.ply && waited_ms < ROBOT_WAIT_MS;
                 match last.clone() {
@@ -266,17 +270,12 @@ pub fn watch_sim_game_with(
         if truth.moving.is_some() && matches!(truth.phase, Phase::Hold | Phase::Carry) {
             last_release = truth.time_ms;
         }
-        if let (Some(robot), Some(&mv)) = (game.robot, game.moves.get(truth.ply)) {
-            let starts = truth.events.iter().any(|e| e.starts_with("move_started"));
+        if let Some(&mv) = game.moves.get(truth.ply) {
             // The service moves the arm only once it has the person's
             // reply; the script waits for it up to `ROBOT_WAIT_MS`, so a
             // reply still not committed means the robot's move is watched
             // as a person's.
-            if starts
-                && color_of_ply(&game.start, truth.ply) == robot
-                && !blind
-                && watcher.position().is_legal(mv)
-            {
+            if robot_move_starts(&truth) && !blind && watcher.position().is_legal(mv) {
                 watcher.expect_robot_move(mv)?;
             }
         }
