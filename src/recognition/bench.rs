@@ -215,8 +215,8 @@ pub fn watch_sim_game_with(
                 let robot_starts = robot_move_starts(&t);
                 let wait =
                     robot_starts && !blind && commits.len() < t.ply && waited_ms < ROBOT_WAIT_MS;
-                match last.clone() {
-                    Some((lw, mut lt)) if wait => {
+                match last.as_ref().filter(|_| wait).cloned() {
+                    Some((lw, mut lt)) => {
                         held = Some((w, t));
                         lt.frame += 1;
                         lt.time_ms += 1000.0 / fps;
