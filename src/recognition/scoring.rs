@@ -327,6 +327,37 @@ impl BoardObs {
         emptied as f64 * UNCHANGED_EMPTIED_PROB.ln()
     }
 
+    /// Squares `board` empties whose piece still shows there
+    /// ([`BoardObs::still_looks_occupied`]) with no piece of `board`
+    /// standing behind them (on a square whose [`SquareObs::bleed_from`]
+    /// holds them) to fill the view the piece left. A piece taken away
+    /// from in front of another can leave the picture as it was (the
+    /// bishop leaving h6 in front of the h7 pawn, see
+    /// [`BoardObs::unchanged_emptied_log`]); with nothing behind, what
+    /// still shows there unchanged is the piece itself. Seed-41
+    /// printed/angled (game seed 46, ply 10): White's h2 pawn put on g4,
+    /// an illegal move not yet taken back, was resynced as
+    /// `h3 Bg4 hxg4`, which takes the bishop off c8 (read Black at 1.000,
+    /// its picture unchanged, on the back rank with nothing behind it),
+    /// c8's reading excused as the c7 pawn leaning into view. Empty where
+    /// the picture was not measured against a frame of `before` or the
+    /// camera pose is unknown (no shadows: nothing is known to be behind).
+    pub fn emptied_in_plain_view(&self, before: &Board, board: &Board) -> Bitboard {
+        let pose_known = self.squares.iter().any(|s| s.bleed_from.any());
+        if !pose_known || !self.measured_against(before) {
+            return Bitboard::EMPTY;
+        }
+        (before.occupied() & !board.occupied())
+            .into_iter()
+            .filter(|&sq| self.still_looks_occupied(sq))
+            .filter(|&sq| {
+                !Square::ALL.iter().any(|&behind| {
+                    board.occupied().contains(behind) && self.get(behind).bleed_from.contains(sq)
+                })
+            })
+            .collect()
+    }
+
     /// Where the picture was measured, `board` is the position it was
     /// measured against ("nothing changed": every move empties the square
     /// it leaves, so no move keeps the occupancy) and it does not explain
@@ -1402,6 +1433,27 @@ pub fn held_and_reply(pos: &Chess, held: Move, obs: &BoardObs) -> Option<Vec<Mov
 /// wrong four-ply line).
 pub const MAX_PICTURE_PICKED_PLIES: usize = 2;
 
+/// Whether another board measured against the change in the picture
+/// ([`BoardObs::change`]) fits it better than `board` does. A lost-track
+/// line longer than [`MAX_PICTURE_PICKED_PLIES`] is taken only where the
+/// picture fits its end best: such lines come from boards that are not
+/// positions at all, where the picture sees better than the squares.
+/// Seed-41 vinyl/angled (game seed 45, ply 27): `Ra5 ...Qxf5` with the
+/// queen put down on f6's edge while the pawn was carried off, a5's rook
+/// read empty (0.98): `Ra6 Qxf5 Rf6+ Qxf6` explained every square, but
+/// the picture fitted it at 0.028 against 0.017 for the true
+/// `Ra5 Qxf5` and 0.014 for the board as it stood. Seed-41
+/// printed/angled: an illegal move not yet taken back, resynced as three
+/// plies the picture fitted at 0.161 against 0.153 for the position
+/// before.
+fn outfitted(obs: &BoardObs, board: &Board) -> bool {
+    obs.change_fit(board).is_some_and(|f0| {
+        obs.change
+            .iter()
+            .any(|c| c.board != *board && c.fit.cost < f0.cost)
+    })
+}
+
 /// Lost track: searches sequences of up to `max_plies` legal moves whose
 /// final occupancy explains `obs`, moving only pieces on squares that
 /// changed. The best one is taken if it explains every confident square,
@@ -1422,8 +1474,40 @@ pub const MAX_PICTURE_PICKED_PLIES: usize = 2;
 /// `None` means ask the person.
 pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
     let ends = resync_ends(pos, obs, max_plies);
-    let best = ends.first()?;
-    let margin = best.log_likelihood - ends.get(1).map_or(f64::NEG_INFINITY, |e| e.log_likelihood);
+    let first = ends.first()?;
+    let margin = first.log_likelihood - ends.get(1).map_or(f64::NEG_INFINITY, |e| e.log_likelihood);
+    // The boards the picture weighs an end against: the nearest ends and
+    // the position before.
+    let measured: Vec<Board> = ends
+        .iter()
+        .take(1 + RESYNC_RIVALS)
+        .map(|e| e.board.clone())
+        .chain(std::iter::once(pos.board().clone()))
+        .collect();
+    // A short line the squares leave open beside others may be picked by
+    // the picture, as a single move is ([`pick_by_change`] against the
+    // rivals measured and the position before): a line longer than the
+    // search, the reason the picture picks no long line, does not end in
+    // a short one that fits the picture this well. Seed-31 bench,
+    // wooden/low (game seed 37): `b4 Bxd2+` explained every square but
+    // led the four-ply `d3 Bg5 b4 Bf6` by only 0.40, while the picture
+    // fitted it at 0.045 against 0.081 and more. Nor only the squares'
+    // best: seed-41 printed/overhead (game seed 43, ply 16), `...d6 Nxa7`
+    // with d6's pawn read White tied `...d6 Nxd6+` with a7's pawn read
+    // White, the picture fitted the true line clearly better, and the
+    // game stalled for its last 24 moves.
+    let picked = || {
+        let k = pick_by_change(obs, pos.board(), &measured)?;
+        let e = ends.get(k)?;
+        (e.plies() <= MAX_PICTURE_PICKED_PLIES
+            && first.log_likelihood - e.log_likelihood < RESYNC_MARGIN)
+            .then_some(e)
+    };
+    let best = if margin >= RESYNC_MARGIN {
+        first
+    } else {
+        picked()?
+    };
     let best_disagreeing = obs.disagreements(&best.board);
     // One move that explains all but one square the line explains is a
     // move with a misread, not a lost track: a missed move changes at
@@ -1444,38 +1528,11 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
     // unexplained by every legal line, and one that swaps its misfit
     // squares for others is no explanation.
     let over_before = best.log_likelihood - obs.wary_log_likelihood(pos.board());
-    // A short line the squares leave open beside longer ones may be
-    // picked by the picture, as a single move is ([`pick_by_change`]
-    // against the rivals measured and the position before): a line
-    // longer than the search, the reason the picture picks no long line,
-    // does not end in a short one that fits the picture this well.
-    // Seed-31 bench, wooden/low (game seed 37): `b4 Bxd2+` explained
-    // every square but led the four-ply `d3 Bg5 b4 Bf6` by only 0.40,
-    // while the picture fitted it at 0.045 against 0.081 and more.
-    // The boards the picture weighs the line against: the nearest rival
-    // ends and the position before.
-    let rivals = || {
-        ends.iter()
-            .skip(1)
-            .take(RESYNC_RIVALS)
-            .map(|e| &e.board)
-            .chain(std::iter::once(pos.board()))
-    };
-    let picture_picks = || {
-        best.plies() <= MAX_PICTURE_PICKED_PLIES && {
-            let boards: Vec<Board> = std::iter::once(&best.board)
-                .chain(rivals())
-                .cloned()
-                .collect();
-            pick_by_change(obs, pos.board(), &boards) == Some(0)
-        }
-    };
     // Misreads the picture already showed are no news here either
     // ([`news`]): seed-11 vinyl/angled (game seed 15, ply 46), `Rxf8
     // ...Nxa3` explained every square but e7, e8 and f7, misread the
     // same way since `Bxa3`, and the game waited for its last six moves.
     let clear = excusable(obs, &news(obs, pos.board(), &best.board), &best.board)
-        && (margin >= RESYNC_MARGIN || picture_picks())
         && over_before >= RESYNC_MARGIN
         && (best.plies() == 1 || !one_move_nearly());
     // A misread can make a wrong line look clear: the picture, where
@@ -1486,10 +1543,13 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
     // ends; [`goes_back`] keeps it out.)
     let contradicted = obs.change_fit(&best.board).is_some_and(|f0| {
         f0.cost > RESYNC_FIT_COST
-            || rivals()
+            || measured
+                .iter()
+                .filter(|b| **b != best.board)
                 .filter_map(|b| obs.change_fit(b))
                 .any(|f| f.margin_to(f0).is_some_and(|m| m >= CHANGE_MARGIN))
-    });
+    }) || obs.emptied_in_plain_view(pos.board(), &best.board).any()
+        || (best.plies() > MAX_PICTURE_PICKED_PLIES && outfitted(obs, &best.board));
     if !clear || contradicted {
         return None;
     }
@@ -1505,7 +1565,12 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
     Some(Resync {
         moves,
         log_likelihood: best.log_likelihood,
-        margin,
+        margin: best.log_likelihood
+            - ends
+                .iter()
+                .filter(|e| e.board != best.board)
+                .map(|e| e.log_likelihood)
+                .fold(f64::NEG_INFINITY, f64::max),
         alternatives: orders,
     })
 }
