@@ -555,6 +555,7 @@ pub fn bench_recognition(
     height: u32,
 ) -> anyhow::Result<ExitCode> {
     use chessbot::recognition::bench::{color_of_ply, watch_sim_game_with, MoveOutcome, SimGame};
+    use chessbot::recognition::tracker::same_squares;
     use chessbot::sim::opponent::{random_moves, OpponentStyle};
     use chessbot::sim::{Realism, SceneSpec};
     use chessbot::vision::{io, overlay};
@@ -564,6 +565,7 @@ pub fn bench_recognition(
     const CAMERAS: [&str; 3] = ["overhead", "angled", "low"];
     let (mut total, mut right, mut resynced, mut wrong, mut missed) = (0, 0, 0, 0, 0);
     let mut asked = 0usize;
+    let mut piece_asked = 0usize;
     let (mut illegal, mut unexplained, mut amended) = (0usize, 0usize, 0usize);
     let mut latency = Vec::new();
     let mut since_release = Vec::new();
@@ -669,6 +671,7 @@ pub fn bench_recognition(
                     g_wrong += 1;
                 }
                 MoveOutcome::Asked => asked += 1,
+                MoveOutcome::PieceAsked => piece_asked += 1,
                 MoveOutcome::Missed => missed += 1,
             }
         }
@@ -730,9 +733,26 @@ pub fn bench_recognition(
                     println!("    frame {at}: the person confirmed the position after {ply} plies");
                 }
                 let what = match ev {
-                    TrackEvent::Move { mv, .. } => {
+                    TrackEvent::Move {
+                        mv,
+                        promotion_unverified,
+                        ..
+                    } => {
                         before_last = pos.clone();
-                        format!("move {}", step(&mut pos, &mut plies, *mv))
+                        match game.moves.get(plies).copied() {
+                            Some(played)
+                                if *promotion_unverified
+                                    && played != *mv
+                                    && same_squares(played, *mv) =>
+                            {
+                                let assumed = san_of(&pos, *mv);
+                                format!(
+                                    "move {assumed}, the queen assumed: the person enters {}",
+                                    step(&mut pos, &mut plies, played)
+                                )
+                            }
+                            _ => format!("move {}", step(&mut pos, &mut plies, *mv)),
+                        }
                     }
                     TrackEvent::Amended { now, .. } => {
                         pos = before_last.clone();
@@ -800,6 +820,9 @@ pub fn bench_recognition(
             pct(asked)
         );
     }
+    println!(
+        "| promotions to another piece, committed as the queen assumed and flagged (the person enters the piece) | {piece_asked} |"
+    );
     println!("| moves missed | {missed} ({:.2} %) |", pct(missed));
     println!("| illegal moves shown / unexplained reports | {illegal} / {unexplained} |");
     println!("| moves amended after their commit (counted by the final move) | {amended} |");

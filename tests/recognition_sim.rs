@@ -208,6 +208,21 @@ fn en_passant_and_promotion() {
             ..
         }
     )));
+    // An underpromotion is committed as the queen, flagged: the person,
+    // told so, enters the knight, and the game goes on from it (the
+    // king takes it). Counted as asked, not right and not wrong.
+    let mut c = Case::new("8/4P1k1/8/8/8/8/5K2/8 w - - 0 1", "e8=N Kf8 Ke3 Kxe8");
+    c.seed = 4;
+    let r = c.run();
+    assert_eq!(ucis(&r.committed), "e7e8n g7f8 f2e3 f8e8");
+    assert_eq!(r.outcomes[0], MoveOutcome::PieceAsked);
+    assert!(
+        r.outcomes[1..]
+            .iter()
+            .all(|o| matches!(o, MoveOutcome::Right { .. })),
+        "{:?}",
+        r.outcomes
+    );
 }
 
 #[test]

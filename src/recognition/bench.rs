@@ -7,7 +7,7 @@
 
 use shakmaty::{Chess, Color, Move, Position};
 
-use super::tracker::TrackEvent;
+use super::tracker::{same_squares, TrackEvent};
 use super::watcher::{BoardWatcher, WatchOutput, WatcherConfig};
 use super::RecognitionError;
 use crate::camera::sim::rgb_from_sim;
@@ -88,6 +88,12 @@ pub enum MoveOutcome {
     /// Asked: the person confirmed the position it was part of (see
     /// [`SimGame::answers`]).
     Asked,
+    /// A promotion to another piece than a queen, committed as the queen
+    /// the watcher assumes and flagged as unverified
+    /// ([`TrackEvent::Move::promotion_unverified`]): the service tells the
+    /// person so and asks them to enter the piece, which the bench's
+    /// person does at once. Not silent, so not wrong; not right either.
+    PieceAsked,
     /// A different move was committed in its place.
     Wrong { committed: Move },
     /// Never committed.
@@ -142,6 +148,7 @@ enum Via {
     Own,
     Resync,
     Asked,
+    PieceAsked,
 }
 
 /// Errors of a simulated run.
@@ -321,7 +328,26 @@ pub fn watch_sim_game_with(
         }
         if let Some(ev) = out.event {
             match &ev {
-                TrackEvent::Move { mv, .. } => commits.push((*mv, truth.time_ms, Via::Own)),
+                TrackEvent::Move {
+                    mv,
+                    promotion_unverified,
+                    ..
+                } => {
+                    let ply = commits.len();
+                    match game.moves.get(ply) {
+                        // The queen assumed for another piece: the person,
+                        // told so, enters the piece played.
+                        Some(&played)
+                            if *promotion_unverified
+                                && played != *mv
+                                && same_squares(played, *mv) =>
+                        {
+                            commits.push((played, truth.time_ms, Via::PieceAsked));
+                            watcher.set_position(game.position_after(ply + 1));
+                        }
+                        _ => commits.push((*mv, truth.time_ms, Via::Own)),
+                    }
+                }
                 TrackEvent::Amended { now, .. } => {
                     if let Some(last) = commits.last_mut() {
                         *last = (*now, truth.time_ms, Via::Own);
@@ -356,6 +382,7 @@ pub fn watch_sim_game_with(
                 off_track = false;
                 MoveOutcome::Asked
             }
+            Some(&(_, _, Via::PieceAsked)) if !off_track => MoveOutcome::PieceAsked,
             Some(_) if off_track => MoveOutcome::Missed,
             Some(&(c, t, via)) if c == mv => {
                 if via == Via::Resync {
