@@ -554,8 +554,9 @@ pub fn bench_recognition(
     width: u32,
     height: u32,
 ) -> anyhow::Result<ExitCode> {
-    use chessbot::recognition::bench::{color_of_ply, watch_sim_game_with, MoveOutcome, SimGame};
-    use chessbot::recognition::tracker::same_squares;
+    use chessbot::recognition::bench::{
+        color_of_ply, queen_assumed_for, watch_sim_game_with, MoveOutcome, SimGame,
+    };
     use chessbot::sim::opponent::{random_moves, OpponentStyle};
     use chessbot::sim::{Realism, SceneSpec};
     use chessbot::vision::{io, overlay};
@@ -741,9 +742,7 @@ pub fn bench_recognition(
                         before_last = pos.clone();
                         match game.moves.get(plies).copied() {
                             Some(played)
-                                if *promotion_unverified
-                                    && played != *mv
-                                    && same_squares(played, *mv) =>
+                                if queen_assumed_for(played, *mv, *promotion_unverified) =>
                             {
                                 let assumed = san_of(&pos, *mv);
                                 format!(

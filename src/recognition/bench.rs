@@ -337,11 +337,7 @@ pub fn watch_sim_game_with(
                     match game.moves.get(ply) {
                         // The queen assumed for another piece: the person,
                         // told so, enters the piece played.
-                        Some(&played)
-                            if *promotion_unverified
-                                && played != *mv
-                                && same_squares(played, *mv) =>
-                        {
+                        Some(&played) if queen_assumed_for(played, *mv, *promotion_unverified) => {
                             commits.push((played, truth.time_ms, Via::PieceAsked));
                             watcher.set_position(game.position_after(ply + 1));
                         }
@@ -407,6 +403,13 @@ pub fn watch_sim_game_with(
     report.final_position_right =
         watcher.position().board() == pos.board() && watcher.position().turn() == pos.turn();
     Ok(report)
+}
+
+/// Whether `committed`, a promotion flagged unverified, is the queen the
+/// watcher assumes where `played` promoted to another piece (see
+/// [`MoveOutcome::PieceAsked`]).
+pub fn queen_assumed_for(played: Move, committed: Move, promotion_unverified: bool) -> bool {
+    promotion_unverified && played != committed && same_squares(played, committed)
 }
 
 /// Which colour plays ply `k` (0-based) from `start`.

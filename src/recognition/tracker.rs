@@ -624,7 +624,7 @@ impl Tracker {
 
 /// Whether two moves move the same pieces between the same squares
 /// (promotions to different pieces look alike in occupancy).
-pub fn same_squares(a: Move, b: Move) -> bool {
+pub(crate) fn same_squares(a: Move, b: Move) -> bool {
     a == b || (a.is_promotion() && b.is_promotion() && a.from() == b.from() && a.to() == b.to())
 }
 
