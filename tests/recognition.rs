@@ -30,6 +30,11 @@ fn carried(pos: &Chess, from: Square, to: Square) -> shakmaty::Board {
     b
 }
 
+/// The moves of a line in UCI, to compare with a literal.
+fn uci_line(moves: &[Move]) -> Vec<String> {
+    moves.iter().map(|m| uci_of(*m)).collect()
+}
+
 fn obs_of(pos: &Chess) -> BoardObs {
     BoardObs::of_board(pos.board())
 }
@@ -1317,10 +1322,7 @@ fn a_misread_the_picture_already_showed_does_not_stop_a_resync() {
     as_before.unchanged = !moved;
     as_before.reference_occupied = Some(start.board().occupied());
     let r = resync(&start, &as_before, 4).expect("a clear sequence");
-    assert_eq!(
-        r.moves.iter().map(|m| uci_of(*m)).collect::<Vec<_>>(),
-        ["e2e4", "c7c5"]
-    );
+    assert_eq!(uci_line(&r.moves), ["e2e4", "c7c5"]);
     // Where a7's picture changed too, its pawn read gone is news.
     let mut changed = as_before.clone();
     changed.unchanged.discard(Square::A7);
@@ -1651,10 +1653,7 @@ fn a_lost_track_told_only_by_shadowed_squares_is_asked_not_guessed() {
     let start = Chess::default();
     let seen = obs_of(&after(&start, "Nf3 Na6"));
     let r = resync(&start, &seen, 4).expect("a clear two-move line");
-    assert_eq!(
-        r.moves.iter().map(|m| uci_of(*m)).collect::<Vec<_>>(),
-        ["g1f3", "b8a6"]
-    );
+    assert_eq!(uci_line(&r.moves), ["g1f3", "b8a6"]);
     // If a6 and c6 both stand in the b7 pawn's shadow, a knight on c6 can
     // read empty and an empty a6 occupied: Nc6 is as likely, so no line is
     // chosen.
@@ -1693,10 +1692,7 @@ fn one_misread_square_is_not_taken_for_a_missed_move() {
     // Two squares a single move cannot explain: the missed move is taken.
     let line = after(&pos, "Qxc8 Nxf2");
     let r = resync(&pos, &obs_of(&line), 4).expect("a clear two-move line");
-    assert_eq!(
-        r.moves.iter().map(|m| uci_of(*m)).collect::<Vec<_>>(),
-        ["b7c8", "e4f2"]
-    );
+    assert_eq!(uci_line(&r.moves), ["b7c8", "e4f2"]);
 }
 
 #[test]
@@ -1809,10 +1805,7 @@ fn a_line_that_takes_off_a_piece_still_showing_unchanged_is_not_resynced() {
     c8_changed.unchanged.discard(Square::C8);
     c8_changed.changed.add(Square::C8);
     let r = resync(&before, &c8_changed, 4).expect("a clear sequence");
-    assert_eq!(
-        r.moves.iter().map(|m| uci_of(*m)).collect::<Vec<_>>(),
-        ["h2h3", "c8g4", "h3g4"]
-    );
+    assert_eq!(uci_line(&r.moves), ["h2h3", "c8g4", "h3g4"]);
     // And where a piece stands behind c8 to fill the view the bishop
     // left (a camera on Black's side, with d8's queen behind c8 in the
     // picture), an unchanged c8 says nothing either.
@@ -1864,17 +1857,11 @@ fn the_picture_picks_among_short_lines_the_squares_tie_on() {
     // The picture fits the true line clearly best: taken.
     let fits = with_resync_change(&before, &seen, "d6 Nxa7", 0.03, 0.4);
     let r = resync(&before, &fits, 4).expect("the picture's pick");
-    assert_eq!(
-        r.moves.iter().map(|m| uci_of(*m)).collect::<Vec<_>>(),
-        ["d7d6", "b5a7"]
-    );
+    assert_eq!(uci_line(&r.moves), ["d7d6", "b5a7"]);
     // And the other way round where the picture says so.
     let other = with_resync_change(&before, &seen, "d6 Nxd6+", 0.03, 0.4);
     let r = resync(&before, &other, 4).expect("the picture's pick");
-    assert_eq!(
-        r.moves.iter().map(|m| uci_of(*m)).collect::<Vec<_>>(),
-        ["d7d6", "b5d6"]
-    );
+    assert_eq!(uci_line(&r.moves), ["d7d6", "b5d6"]);
     // Not where the picture does not clearly prefer one.
     let unclear = with_resync_change(&before, &seen, "d6 Nxa7", 0.03, 0.1);
     assert!(resync(&before, &unclear, 4).is_none());
