@@ -272,6 +272,38 @@ fn a_move_the_picture_picks_may_not_empty_or_fill_a_square_whose_picture_did_not
 }
 
 #[test]
+fn a_move_the_squares_read_as_they_did_before_it_is_not_committed() {
+    // Seed-31 vinyl/low in small: the squares read `exd5` (e4 empty, d5
+    // White) with full confidence, but every square the capture changes
+    // read so on the frame of the position before as well: old misreads,
+    // not a move.
+    let pos = after(&Chess::default(), "e4 d5");
+    let seen = obs_of(&after(&pos, "exd5"));
+    let measured = |as_before: Bitboard| {
+        let mut o = seen.clone();
+        o.reads_as_before = as_before;
+        o.reference_occupied = Some(pos.board().occupied());
+        o
+    };
+    assert_eq!(
+        score(&pos, &measured(Bitboard::FULL)).verdict,
+        Verdict::Uncertain
+    );
+    // The reading changed where the pawn arrived (the capture's square
+    // changes colour only) or where it left: the move stands.
+    for sq in [Square::D5, Square::E4] {
+        let mut as_before = Bitboard::FULL;
+        as_before.discard(sq);
+        assert_eq!(verdict_move(&pos, &measured(as_before)), "e4d5", "{sq}");
+    }
+    // Readings taken on a frame of another position, or none, say nothing.
+    let mut other = measured(Bitboard::FULL);
+    other.reference_occupied = Some(after(&pos, "Nf3").board().occupied());
+    assert_eq!(verdict_move(&pos, &other), "e4d5");
+    assert_eq!(verdict_move(&pos, &seen), "e4d5");
+}
+
+#[test]
 fn a_square_whose_picture_did_not_change_keeps_its_occupancy() {
     // The bishop on f8, behind the king on f7, goes to g7. Seen from
     // behind White, f7 and f8 each may look occupied for the other's piece
@@ -1073,7 +1105,16 @@ fn robot_move_is_verified_and_a_quick_reply_is_not_missed() {
     // The person replies at once: the first clear view already shows Nf3.
     let both = after(&start, "e5 Nf3");
     let mut ev = feed(&mut tr, &mut t, &obs_of(&both), 30, false);
-    assert!(matches!(ev.remove(0), TrackEvent::RobotMoveVerified { .. }));
+    // Verified with the reply on the board: that frame shows no picture
+    // of the position the robot left (the watcher takes no reference
+    // from it).
+    assert!(matches!(
+        ev.remove(0),
+        TrackEvent::RobotMoveVerified {
+            with_reply: true,
+            ..
+        }
+    ));
     assert!(
         matches!(ev.as_slice(), [TrackEvent::Move { mv, .. }] if uci_of(*mv) == "g1f3"),
         "{ev:?}"
@@ -1096,7 +1137,13 @@ fn a_robot_move_is_verified_even_where_the_arm_was_never_seen() {
     assert!(feed(&mut tr, &mut t, &obs_of(&e4), 30, false).is_empty());
     let ev = feed(&mut tr, &mut t, &obs_of(&after(&e4, "e5")), 30, false);
     assert!(
-        matches!(ev.as_slice(), [TrackEvent::RobotMoveVerified { .. }]),
+        matches!(
+            ev.as_slice(),
+            [TrackEvent::RobotMoveVerified {
+                with_reply: false,
+                ..
+            }]
+        ),
         "{ev:?}"
     );
 }
@@ -1116,6 +1163,52 @@ fn robot_misplacement_is_reported_with_squares() {
         }
         e => panic!("{e:?}"),
     }
+}
+
+#[test]
+fn a_reply_to_the_robot_read_as_the_board_was_before_its_move_is_not_taken() {
+    // Seed-31 vinyl/low in small: after the robot's ...e5 the squares read
+    // the board after `Nf3` too, but g1 and f3 read so before the robot
+    // moved as well (old misreads): no reply was seen, and the board does
+    // not show the robot's move as planned.
+    let start = after(&Chess::default(), "e4");
+    let robot = parse_move(&start, "e5").unwrap();
+    let measured = |news: &[Square]| {
+        let mut o = obs_of(&after(&start, "e5 Nf3"));
+        o.reference_occupied = Some(start.board().occupied());
+        o.reads_as_before = Bitboard::FULL;
+        for &sq in [Square::E7, Square::E5].iter().chain(news) {
+            o.reads_as_before.discard(sq);
+        }
+        o
+    };
+    let watch = |obs: &BoardObs| {
+        let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+        tr.expect_robot_move(robot);
+        let mut t = 0;
+        feed(&mut tr, &mut t, obs, 90, false)
+    };
+    let ev = watch(&measured(&[]));
+    assert!(
+        matches!(ev.as_slice(), [TrackEvent::RobotMoveMismatch { .. }]),
+        "{ev:?}"
+    );
+    // Where the knight's square reads otherwise than before, the reply is
+    // news: verified, and the reply committed.
+    let ev = watch(&measured(&[Square::G1]));
+    assert!(
+        matches!(
+            ev.as_slice(),
+            [
+                TrackEvent::RobotMoveVerified {
+                    with_reply: true,
+                    ..
+                },
+                TrackEvent::Move { mv, .. }
+            ] if uci_of(*mv) == "g1f3"
+        ),
+        "{ev:?}"
+    );
 }
 
 #[test]

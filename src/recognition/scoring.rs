@@ -199,6 +199,10 @@ pub struct BoardObs {
     /// `None` when not known (`unchanged` then only excuses misreads and
     /// vetoes picture picks).
     pub reference_occupied: Option<Bitboard>,
+    /// Squares that read likeliest what they read on that frame (visible
+    /// ones; measured with `unchanged`): a move must change the reading
+    /// of some square it changes ([`brings_news`]).
+    pub reads_as_before: Bitboard,
     /// Squares whose picture changed since that frame (the complement of
     /// `unchanged`: squares with too few samples to tell count as
     /// changed), measured on a board no move explains so that the
@@ -228,6 +232,7 @@ impl BoardObs {
             unchanged: Bitboard::EMPTY,
             changed: Bitboard::EMPTY,
             reference_occupied: None,
+            reads_as_before: Bitboard::EMPTY,
             changed_in_picture: Bitboard::EMPTY,
             picture_rivals: None,
         }
@@ -650,6 +655,9 @@ pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
                     }
                 })
             }
+            Some(_) if !brings_news(obs, pos.board(), pos.board(), &best_board) => {
+                by_picture().unwrap_or(Verdict::Uncertain)
+            }
             Some(mv) => Verdict::of_move(pos, obs, mv, best.posterior),
             None => Verdict::NoChange {
                 confidence: best.posterior,
@@ -660,6 +668,37 @@ pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
         hypotheses,
         verdict,
     }
+}
+
+/// Whether some square that `board` changes reads otherwise than on the
+/// frame of `before` the picture is measured against
+/// ([`BoardObs::reads_as_before`]): a move is something happening, and a
+/// board the squares favour only through readings they already gave
+/// before it was played is old misreads, not a move. Seed-31 vinyl/low
+/// robot game (game seed 38, ply 27, the calibrated model averaged with
+/// the trees on oblique cells): after the robot's `Rxh4` was verified,
+/// the self-taught model still read its rook on h4 Black and Black's
+/// queen on d8 empty, as on the verifying frame; those two squares made
+/// `...Qxh4` the squares' confident choice (0.998) as the person's hand
+/// went for `...b4`, and it was committed (h4's picture had changed on
+/// that frame, with g3's and h3's, so "the picture changed where the move
+/// moves pieces" would have let it through).
+///
+/// `since` is the position of the frame the readings are compared with:
+/// `before` itself, or for the person's reply to a robot move not yet
+/// verified, the position before the robot's move (the reading of a
+/// square both moves change is then news only where it differs from
+/// before either: a reply that really recaptures also empties a square).
+/// True where the picture was not measured against a frame of `since`
+/// (nothing is known of it).
+pub fn brings_news(obs: &BoardObs, since: &Board, before: &Board, board: &Board) -> bool {
+    if !obs.measured_against(since) {
+        return true;
+    }
+    Square::ALL
+        .into_iter()
+        .filter(|&sq| board.piece_at(sq) != before.piece_at(sq))
+        .any(|sq| !obs.reads_as_before.contains(sq))
 }
 
 /// The squares' confident disagreements with `board` that are news: not

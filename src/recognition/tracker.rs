@@ -13,7 +13,10 @@
 
 use shakmaty::{Board, Chess, Color, Move, Position};
 
-use super::scoring::{contenders, held_and_reply, resync, score, BoardObs, Disagreement, Verdict};
+use super::scoring::{
+    board_after, brings_news, contenders, held_and_reply, resync, score, BoardObs, Disagreement,
+    Verdict,
+};
 
 /// Most moves a question about an undecided board offers
 /// ([`TrackEvent::Unsure`]): as many as a person takes in at a glance.
@@ -114,8 +117,10 @@ pub enum TrackEvent {
     /// nothing was played yet may be as likely, and is not listed): the
     /// person should say which was played.
     Unsure { candidates: Vec<Move>, t_ms: u64 },
-    /// The robot's move is on the board as planned.
-    RobotMoveVerified { t_ms: u64 },
+    /// The robot's move is on the board as planned. `with_reply`: the
+    /// person's reply was on the board too (the frame shows the position
+    /// after it, not the one the robot left).
+    RobotMoveVerified { t_ms: u64, with_reply: bool },
     /// The robot's move is not on the board as planned.
     RobotMoveMismatch {
         disagreeing: Vec<Disagreement>,
@@ -579,8 +584,23 @@ impl Tracker {
         } else {
             match score(target, obs).verdict {
                 Verdict::NoChange { .. } => ReadKey::NoChange,
-                // The person already replied on top of the robot's move.
-                Verdict::Move { mv, .. } => ReadKey::Move(mv),
+                // The person already replied on top of the robot's move,
+                // if the reply shows where the board looked as before the
+                // robot's move: squares that read so then are no news
+                // (seed-31 vinyl/low robot game, ply 26: after the robot's
+                // `Rxh4`, h4 still read Black, as with the pawn it took,
+                // and d8's queen empty, and
+                // `...Qxh4` was taken for the person's reply).
+                Verdict::Move { mv, .. }
+                    if brings_news(
+                        obs,
+                        self.pos.board(),
+                        target.board(),
+                        &board_after(target, Some(mv)),
+                    ) =>
+                {
+                    ReadKey::Move(mv)
+                }
                 _ => ReadKey::Unexplained,
             }
         };
@@ -603,7 +623,10 @@ impl Tracker {
                 self.robot_target = None;
                 self.reset();
                 self.still_since_decision = key == ReadKey::NoChange;
-                Some(TrackEvent::RobotMoveVerified { t_ms })
+                Some(TrackEvent::RobotMoveVerified {
+                    t_ms,
+                    with_reply: key != ReadKey::NoChange,
+                })
             }
             // A mismatch is only reported once something has moved since
             // the last decision: the picture that decided it is no news.

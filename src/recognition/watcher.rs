@@ -14,7 +14,7 @@
 
 use shakmaty::{Bitboard, Board, Chess, Move, Position, Square};
 
-use super::scoring::{BoardObs, ChangeFit, SquareObs};
+use super::scoring::{BoardObs, ChangeFit, Occupant, SquareObs};
 use super::tracker::{TrackEvent, Tracker, TrackerConfig};
 use super::RecognitionError;
 use crate::vision::image::RgbImage;
@@ -224,6 +224,8 @@ struct Reference {
     location: BoardLocation,
     side: Side,
     board: shakmaty::Board,
+    /// What each square (a1 = 0) read likeliest on this frame.
+    seen: [Occupant; 64],
 }
 
 impl Reference {
@@ -423,7 +425,10 @@ impl BoardWatcher {
                 Some(
                     TrackEvent::Move { .. }
                         | TrackEvent::Resynced { .. }
-                        | TrackEvent::RobotMoveVerified { .. }
+                        | TrackEvent::RobotMoveVerified {
+                            with_reply: false,
+                            ..
+                        }
                         | TrackEvent::Restored { .. }
                         | TrackEvent::Amended { .. }
                 )
@@ -512,6 +517,13 @@ impl BoardWatcher {
                 obs.unchanged = c.unchanged;
                 obs.changed = c.changed;
                 obs.reference_occupied = Some(board.occupied());
+                obs.reads_as_before = Square::ALL
+                    .into_iter()
+                    .filter(|&sq| {
+                        let o = obs.get(sq);
+                        !o.occluded && o.best().0 == r.seen[sq as usize]
+                    })
+                    .collect();
             }
             let mut extra = Vec::new();
             if matches!(sc.verdict, super::Verdict::Unexplained { .. }) {
@@ -650,11 +662,13 @@ impl BoardWatcher {
 
     /// Makes `image` the reference picture of the believed position.
     fn take_reference(&mut self, image: &RgbImage, read: &FrameReading) {
+        let obs = super::photo::obs_of_reading(read);
         self.reference = Some(Reference {
             image: image.clone(),
             location: read.location.clone(),
             side: read.orientation.white_at,
             board: self.tracker.position().board().clone(),
+            seen: obs.squares.map(|s| s.best().0),
         });
     }
 
