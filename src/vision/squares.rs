@@ -957,30 +957,13 @@ impl CalibratedModel {
     /// `HIDDEN_TRUST` as much. Cells of a colour whose three classes the
     /// reference did not all show keep the rule's reading.
     ///
-    /// The base is the rule, not the learned classifier: its errors are
-    /// systematic (the same square read wrong in every frame of a fixed
-    /// camera), and in the move watcher, which teaches this model on the
-    /// game's own positions, a product with the first trees stalled a
-    /// simulated game at the low view on squares they kept misreading
-    /// (standard bench game 7: 5/20 moves against 20/20 with the rule).
-    ///
-    /// A visible cell seen from below `LEARNED_MAX_ELEVATION` is read by
-    /// the average of this and the learned classifier's reading (a linear
-    /// opinion pool, [`pool_oblique`]): the reference's likelihoods are
-    /// over the rule's measurements, which cannot see a pale piece on a
-    /// far pale square at a low view, and where the two disagree neither
-    /// is sure.
+    /// Not the learned classifier's reading: its errors are systematic (the
+    /// same square read wrong in every frame of a fixed camera), and in
+    /// the move watcher, which teaches this model on the game's own
+    /// positions, a product with it stalled a simulated game at the low
+    /// view on squares it kept misreading (standard bench game 7: 5/20
+    /// moves against 20/20 with the rule).
     pub fn classify(&self, cells: &[CellFeatures]) -> Vec<[f32; 3]> {
-        let mut probs = self.classify_by_reference(cells);
-        if let Some(learned) = classify_learned(cells) {
-            pool_oblique(cells, &mut probs, &learned);
-        }
-        probs
-    }
-
-    /// The rule's reading times the reference's likelihoods (see
-    /// [`CalibratedModel::classify`]).
-    fn classify_by_reference(&self, cells: &[CellFeatures]) -> Vec<[f32; 3]> {
         let base = classify_by_rule(cells);
         cells
             .iter()
@@ -1054,28 +1037,6 @@ impl CalibratedModel {
                 e.map(|v| v / s)
             })
             .collect()
-    }
-}
-
-/// Where a visible cell is seen from below `LEARNED_MAX_ELEVATION`, its
-/// probabilities become the mean of `probs` and `learned` (a linear
-/// opinion pool: two sure readings that agree stay sure, two that
-/// disagree leave the cell unsure, so neither reader's systematic misread
-/// is taken as a confident observation). Held-out seed 41, vinyl/angled
-/// (game seed 45, ply 27): White's rook put on the dark a5 of the green
-/// vinyl read empty by the calibrated model and White at 1.000 by the
-/// trees; the rook's moves along the file tied on the squares and the
-/// game stalled for its last 13 moves. Replacing the calibrated reading
-/// by the trees' sure ones instead (tried in the seventeenth session)
-/// took the trees' own misreads as sure and committed two wrong moves.
-fn pool_oblique(cells: &[CellFeatures], probs: &mut [[f32; 3]], learned: &[[f32; 3]]) {
-    for ((p, l), c) in probs.iter_mut().zip(learned).zip(cells) {
-        let oblique = c
-            .ctx
-            .is_some_and(|x| x[CTX_ELEVATION] < LEARNED_MAX_ELEVATION);
-        if oblique && !c.hidden {
-            *p = [0, 1, 2].map(|k| 0.5 * (p[k] + l[k]));
-        }
     }
 }
 
@@ -1589,54 +1550,22 @@ mod tests {
         assert_eq!(state(p[22]), Occupant::White, "{:?}", p[22]);
     }
 
-    /// 64 cells of three looks (by index mod 3) with a view context at
-    /// `elevation` (fraction of 90°).
-    fn seen_from(elevation: f32) -> Vec<CellFeatures> {
-        (0..64)
-            .map(|i| {
-                let mut c = match i % 3 {
-                    0 => cell(i % 2 == 0, 0.8, 1.3),
-                    1 => cell(i % 2 == 0, 0.3, -0.2),
-                    _ => cell(i % 2 == 0, 0.2, 0.5),
-                };
-                c.ctx = Some([elevation, 0.2, 0.1, 0.5, 0.3, 0.4, 1.0, 0.5]);
-                c.profile = Some([0.5; NPROFILE]);
-                c
-            })
-            .collect()
-    }
-
-    #[test]
-    fn the_calibrated_model_averages_with_the_learned_reading_on_visible_oblique_cells() {
-        let labels: Vec<Occupant> = (0..64)
-            .map(|i| [Occupant::White, Occupant::Black, Occupant::Empty][i % 3])
-            .collect();
-        let model = CalibratedModel::fit(&seen_from(0.4), &labels).unwrap();
-        // Steep cells: the reference's reading, whatever the trees say.
-        let steep = seen_from(0.8);
-        assert_eq!(model.classify(&steep), model.classify_by_reference(&steep));
-        let mut oblique = seen_from(0.4);
-        oblique[5].hidden = true;
-        let learned =
-            classify_learned(&oblique).expect("the shipped model reads cells with context");
-        let by_reference = model.classify_by_reference(&oblique);
-        let read = model.classify(&oblique);
-        assert_ne!(read, by_reference);
-        for i in 0..64 {
-            if i == 5 {
-                // A hidden cell keeps the reference's tempered reading.
-                assert_eq!(read[i], by_reference[i]);
-                continue;
-            }
-            for k in 0..3 {
-                let mean = 0.5 * (by_reference[i][k] + learned[i][k]);
-                assert!((read[i][k] - mean).abs() < 1e-6, "cell {i}: {:?}", read[i]);
-            }
-        }
-    }
-
     #[test]
     fn steep_cells_keep_the_rule_and_oblique_ones_the_learned_model() {
+        let seen_from = |elevation: f32| -> Vec<CellFeatures> {
+            (0..64)
+                .map(|i| {
+                    let mut c = match i % 3 {
+                        0 => cell(i % 2 == 0, 0.8, 1.3),
+                        1 => cell(i % 2 == 0, 0.3, -0.2),
+                        _ => cell(i % 2 == 0, 0.2, 0.5),
+                    };
+                    c.ctx = Some([elevation, 0.2, 0.1, 0.5, 0.3, 0.4, 1.0, 0.5]);
+                    c.profile = Some([0.5; NPROFILE]);
+                    c
+                })
+                .collect()
+        };
         let steep = seen_from(0.8);
         // Steep cells keep the rule unless the model is near-certain.
         let sure = classify_learned(&steep).expect("the shipped model reads cells with context");
