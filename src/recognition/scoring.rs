@@ -675,8 +675,9 @@ pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
 /// ([`BoardObs::reads_as_before`]): a move is something happening, and a
 /// board the squares favour only through readings they already gave
 /// before it was played is old misreads, not a move. Seed-31 vinyl/low
-/// robot game (game seed 38, ply 27, the calibrated model averaged with
-/// the trees on oblique cells): after the robot's `Rxh4` was verified,
+/// robot game (game seed 38, ply 27, with the calibrated model averaged
+/// with the trees on oblique cells, tried and reverted): after the
+/// robot's `Rxh4` was verified,
 /// the self-taught model still read its rook on h4 Black and Black's
 /// queen on d8 empty, as on the verifying frame; those two squares made
 /// `...Qxh4` the squares' confident choice (0.998) as the person's hand

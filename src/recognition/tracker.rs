@@ -585,12 +585,11 @@ impl Tracker {
             match score(target, obs).verdict {
                 Verdict::NoChange { .. } => ReadKey::NoChange,
                 // The person already replied on top of the robot's move,
-                // if the reply shows where the board looked as before the
-                // robot's move: squares that read so then are no news
-                // (seed-31 vinyl/low robot game, ply 26: after the robot's
-                // `Rxh4`, h4 still read Black, as with the pawn it took,
-                // and d8's queen empty, and
-                // `...Qxh4` was taken for the person's reply).
+                // if the reply brings news: a square reading as it did
+                // before the robot's move is none (seed-31 vinyl/low robot
+                // game, ply 26: after the robot's `Rxh4`, h4 still read
+                // Black, as with the pawn it took, and d8's queen empty,
+                // and `...Qxh4` was taken for the person's reply).
                 Verdict::Move { mv, .. }
                     if brings_news(
                         obs,
