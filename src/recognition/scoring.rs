@@ -696,10 +696,17 @@ pub fn brings_news(obs: &BoardObs, since: &Board, before: &Board, board: &Board)
     if !obs.measured_against(since) {
         return true;
     }
+    squares_changed(before, board).any(|sq| !obs.reads_as_before.contains(sq))
+}
+
+/// The squares whose occupant differs between `before` and `board`.
+pub fn squares_changed<'a>(
+    before: &'a Board,
+    board: &'a Board,
+) -> impl Iterator<Item = Square> + 'a {
     Square::ALL
         .into_iter()
-        .filter(|&sq| board.piece_at(sq) != before.piece_at(sq))
-        .any(|sq| !obs.reads_as_before.contains(sq))
+        .filter(move |&sq| board.piece_at(sq) != before.piece_at(sq))
 }
 
 /// The squares' confident disagreements with `board` that are news: not
@@ -994,10 +1001,7 @@ fn agrees_but_where_changed(obs: &BoardObs, before: &Board, board: &Board) -> bo
                     || (d.seen == Occupant::Empty) != (d.expected == Occupant::Empty))
         })
     };
-    let changed: Vec<Square> = Square::ALL
-        .into_iter()
-        .filter(|&sq| board.piece_at(sq) != before.piece_at(sq))
-        .collect();
+    let changed: Vec<Square> = squares_changed(before, board).collect();
     if !changed.is_empty() && changed.iter().all(|&sq| contradicts(sq)) {
         return false;
     }

@@ -795,9 +795,7 @@ fn trace_close_call(t_ms: u64, sc: &super::scoring::Scored, pos: &Chess, obs: &B
         .collect();
     // A board named by the squares where it differs from `before`.
     let named = |board: &Board| {
-        let squares: Vec<String> = Square::ALL
-            .into_iter()
-            .filter(|s| board.piece_at(*s) != before.piece_at(*s))
+        let squares: Vec<String> = super::scoring::squares_changed(before, board)
             .map(|s| s.to_string())
             .collect();
         format!("[{}]", squares.join(" "))
