@@ -1382,6 +1382,57 @@ fn a_held_move_cut_short_by_a_quick_reply_is_resynced_with_it_where_the_picture_
 }
 
 #[test]
+fn a_move_settled_together_with_its_quick_reply_is_resynced_with_it_where_the_picture_shows_both() {
+    // Held-out seed 41, wooden/low (game seed 47, ply 7), miniature: `h4`
+    // and the quick `...Qxh4` settle together, never a frame of `h4`
+    // alone. h4 reads Black (the queen), h1 leans empty (the queen gone),
+    // and the squares take it for `h4` with its pawn read the other
+    // colour.
+    let pos = position_from_fen("k7/8/8/8/8/8/K6P/7q w - - 0 1").unwrap();
+    let mut seen = obs_of(&after(&pos, "h4 Qxh4"));
+    seen.set(Square::H1, SquareObs::of_probs(0.77, 0.23, 0.0));
+    assert!(
+        matches!(
+            score(&pos, &seen).verdict,
+            Verdict::Move { mv, colour_excused: true, .. } if uci_of(mv) == "h2h4"
+        ),
+        "{:?}",
+        score(&pos, &seen).verdict
+    );
+    // The picture fits the move and the reply, not the move alone.
+    let mut pictured = seen.clone();
+    pictured.change = [("h4 Qxh4", 0.0), ("h4", 0.26), ("", 0.45)]
+        .iter()
+        .map(|&(line, cost)| ChangeFit {
+            board: after(&pos, line).board().clone(),
+            fit: Fit::of_cost(cost),
+        })
+        .collect();
+    let run = |obs: &BoardObs| {
+        let mut tr = Tracker::new(pos.clone(), TrackerConfig::default());
+        let mut t = 0;
+        let mut ev = feed(&mut tr, &mut t, obs, 10, true);
+        ev.extend(feed(&mut tr, &mut t, obs, 90, false));
+        (ev, tr.position().board().clone())
+    };
+    let (ev, board) = run(&pictured);
+    match ev.as_slice() {
+        [TrackEvent::Resynced { moves, .. }] => {
+            let ucis: Vec<String> = moves.iter().map(|m| uci_of(*m)).collect();
+            assert_eq!(ucis, ["h2h4", "h1h4"]);
+        }
+        e => panic!("{e:?}"),
+    }
+    assert_eq!(board, *after(&pos, "h4 Qxh4").board());
+    // Without the picture the squares' move, held for its colour, is all
+    // there is to take.
+    match run(&seen).0.as_slice() {
+        [TrackEvent::Move { mv, .. }] => assert_eq!(uci_of(*mv), "h2h4"),
+        e => panic!("{e:?}"),
+    }
+}
+
+#[test]
 fn a_robot_move_not_yet_made_is_waited_for_not_reported() {
     // No arm: the board shows the position before the robot's move until
     // the person moves the robot's piece for it.

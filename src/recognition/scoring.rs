@@ -1434,7 +1434,8 @@ pub fn resync_boards(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Vec<Board
 
 /// A move the tracker held back (its arriving piece read the other
 /// colour: [`Verdict::Move::colour_excused`]) until a hand came and a reply
-/// was played: the replies from the position after it that the squares
+/// was played, or that settled together with a reply (its arriving piece
+/// reading the reply's colour): the replies from the position after it that the squares
 /// cannot tell apart (within [`RESYNC_MARGIN`] of the best), as the boards
 /// they leave, then the board after the held move alone. What the watcher
 /// measures against the picture for [`held_and_reply`].

@@ -541,6 +541,20 @@ impl BoardWatcher {
                     );
                 }
             }
+            // A move whose arriving piece reads the other colour may read
+            // so because the reply is already on the board (a capture on
+            // the square just moved to): the replies after each such move
+            // measured, for the tracker to weigh before it takes the move
+            // alone (`Tracker::move_and_reply`).
+            for mv in sc.hypotheses.iter().take(measure).filter_map(|h| h.mv) {
+                if super::scoring::arrival_colour_misread(pos, obs, mv) {
+                    extra.extend(
+                        super::scoring::held_reply_boards(pos, mv, obs)
+                            .into_iter()
+                            .map(|(_, b)| b),
+                    );
+                }
+            }
             // The position before ("nothing changed") is always measured:
             // a lone move is told from it by the samples where they differ.
             extra.push(board.clone());
