@@ -526,34 +526,33 @@ impl BoardWatcher {
                     .collect();
             }
             let mut extra = Vec::new();
+            let mut held = None;
             if matches!(sc.verdict, super::Verdict::Unexplained { .. }) {
                 obs.changed_in_picture = changes.map_or(Bitboard::EMPTY, |c| !c.unchanged);
                 // The lines the tracker will search (against the robot,
                 // the person's one reply).
                 extra = super::scoring::resync_boards(pos, obs, self.tracker.resync_plies());
-                // A move held for its colour and the replies that may
-                // have followed it.
-                if let Some(held) = self.tracker.held_move() {
-                    extra.extend(
-                        super::scoring::held_reply_boards(pos, held, obs)
-                            .into_iter()
-                            .map(|(_, b)| b),
-                    );
-                }
+                held = self.tracker.held_move();
             }
-            // A move whose arriving piece reads the other colour may read
-            // so because the reply is already on the board (a capture on
-            // the square just moved to): the replies after each such move
-            // measured, for the tracker to weigh before it takes the move
-            // alone (`Tracker::move_and_reply`).
-            for mv in sc.hypotheses.iter().take(measure).filter_map(|h| h.mv) {
-                if super::scoring::arrival_colour_misread(pos, obs, mv) {
-                    extra.extend(
-                        super::scoring::held_reply_boards(pos, mv, obs)
-                            .into_iter()
-                            .map(|(_, b)| b),
-                    );
-                }
+            // The replies that may have followed a move whose arriving
+            // piece read the other colour: one held for its colour until a
+            // hand came (`Tracker::held_line`), and any measured here, whose
+            // colour may be the reply's, already on the board (a capture on
+            // the square just moved to), for the tracker to weigh before it
+            // takes the move alone (`Tracker::move_and_reply`).
+            let misread = sc
+                .hypotheses
+                .iter()
+                .take(measure)
+                .filter_map(|h| h.mv)
+                .filter(|&mv| super::scoring::arrival_colour_misread(pos, obs, mv));
+            let replied: Vec<Move> = held.into_iter().chain(misread).collect();
+            for mv in replied {
+                extra.extend(
+                    super::scoring::held_reply_boards(pos, mv, obs)
+                        .into_iter()
+                        .map(|(_, b)| b),
+                );
             }
             // The position before ("nothing changed") is always measured:
             // a lone move is told from it by the samples where they differ.
