@@ -1435,9 +1435,10 @@ pub fn resync_boards(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Vec<Board
 /// A move the tracker held back (its arriving piece read the other
 /// colour: [`Verdict::Move::colour_excused`]) until a hand came and a reply
 /// was played, or that settled together with a reply (its arriving piece
-/// reading the reply's colour): the replies from the position after it that the squares
-/// cannot tell apart (within [`RESYNC_MARGIN`] of the best), as the boards
-/// they leave, then the board after the held move alone. What the watcher
+/// reading the reply's colour): the replies from the position after it
+/// that the squares cannot tell apart (within [`RESYNC_MARGIN`] of the
+/// best), as the boards they leave, then the board after the held move
+/// alone. What the watcher
 /// measures against the picture for [`held_and_reply`].
 pub fn held_reply_boards(pos: &Chess, held: Move, obs: &BoardObs) -> Vec<(Option<Move>, Board)> {
     let mut mid = pos.clone();

@@ -292,6 +292,17 @@ impl Tracker {
         Some(TrackEvent::Amended { was, now, t_ms })
     }
 
+    /// Plays a line of moves recovered at once (lost track, or a move and
+    /// its reply) and reports it.
+    fn resynced(&mut self, moves: Vec<Move>, t_ms: u64) -> TrackEvent {
+        for m in &moves {
+            self.pos.play_unchecked(*m);
+        }
+        self.decided();
+        self.last_move = None;
+        TrackEvent::Resynced { moves, t_ms }
+    }
+
     /// A decision was made on this still picture.
     fn decided(&mut self) {
         self.reset();
@@ -412,12 +423,7 @@ impl Tracker {
             )
         {
             if let Some(moves) = self.move_and_reply(&scored.hypotheses, obs) {
-                for m in &moves {
-                    self.pos.play_unchecked(*m);
-                }
-                self.decided();
-                self.last_move = None;
-                return Some(TrackEvent::Resynced { moves, t_ms });
+                return Some(self.resynced(moves, t_ms));
             }
         }
         match scored.verdict {
@@ -467,12 +473,7 @@ impl Tracker {
                         .map(|r| self.best_order(r.moves, &r.alternatives))
                         .or_else(|| self.held_line(obs));
                     if let Some(moves) = found {
-                        for m in &moves {
-                            self.pos.play_unchecked(*m);
-                        }
-                        self.decided();
-                        self.last_move = None;
-                        return Some(TrackEvent::Resynced { moves, t_ms });
+                        return Some(self.resynced(moves, t_ms));
                     }
                 }
                 if self.reported_unexplained || held_ms < self.cfg.unexplained_after_ms {
