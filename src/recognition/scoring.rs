@@ -677,13 +677,13 @@ pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
 /// before it was played is old misreads, not a move. Seed-31 vinyl/low
 /// robot game (game seed 38, ply 27, with the calibrated model averaged
 /// with the trees on oblique cells, tried and reverted): after the
-/// robot's `Rxh4` was verified,
-/// the self-taught model still read its rook on h4 Black and Black's
-/// queen on d8 empty, as on the verifying frame; those two squares made
-/// `...Qxh4` the squares' confident choice (0.998) as the person's hand
-/// went for `...b4`, and it was committed (h4's picture had changed on
-/// that frame, with g3's and h3's, so "the picture changed where the move
-/// moves pieces" would have let it through).
+/// robot's `Rxh4` was verified, the self-taught model still read its
+/// rook on h4 Black and Black's queen on d8 empty, as on the verifying
+/// frame; those two squares made `...Qxh4` the squares' confident choice
+/// (0.998) as the person's hand went for `...b4`, and it was committed
+/// (h4's picture had changed on that frame, with g3's and h3's, so "the
+/// picture changed where the move moves pieces" would have let it
+/// through).
 ///
 /// `since` is the position of the frame the readings are compared with:
 /// `before` itself, or for the person's reply to a robot move not yet
@@ -1438,8 +1438,8 @@ pub fn resync_boards(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Vec<Board
 /// reading the reply's colour): the replies from the position after it
 /// that the squares cannot tell apart (within [`RESYNC_MARGIN`] of the
 /// best), as the boards they leave, then the board after the held move
-/// alone. What the watcher
-/// measures against the picture for [`held_and_reply`].
+/// alone. What the watcher measures against the picture for
+/// [`held_and_reply`].
 pub fn held_reply_boards(pos: &Chess, held: Move, obs: &BoardObs) -> Vec<(Option<Move>, Board)> {
     let mut mid = pos.clone();
     mid.play_unchecked(held);
