@@ -534,6 +534,12 @@ pub enum Verdict {
         /// over the board looks like that. The tracker holds such a move
         /// longer before committing it.
         colour_excused: bool,
+        /// A piece the move puts on a square empty before reads empty
+        /// there, in the open ([`arrival_unseen`]): taken from the change
+        /// in the picture, which a hand held still over the board with the
+        /// piece shows too. The tracker holds it as long as a colour
+        /// misread.
+        arrival_unseen: bool,
     },
     /// The board still shows the position before.
     NoChange { confidence: f64 },
@@ -554,6 +560,7 @@ impl Verdict {
             confidence,
             promotion_unverified: mv.is_promotion(),
             colour_excused: arrival_colour_misread(pos, obs, mv),
+            arrival_unseen: arrival_unseen(pos, obs, mv),
         }
     }
 }
@@ -636,9 +643,17 @@ pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
     };
     let verdict = if !excusable(obs, &news(obs, pos.board(), &best_board), &best_board) {
         // Tell people what to restore: the squares that differ from the
-        // position before, not from the nearest legal move.
-        by_picture().unwrap_or_else(|| Verdict::Unexplained {
-            disagreeing: obs.disagreements(pos.board()),
+        // position before, not from the nearest legal move. But a legal
+        // move that only a piece reading empty where it arrived keeps
+        // from explaining the board is asked about, not reported.
+        by_picture().unwrap_or_else(|| {
+            if best.mv.is_some() && explained_but_for_arrivals(obs, pos.board(), &best_board) {
+                Verdict::Uncertain
+            } else {
+                Verdict::Unexplained {
+                    disagreeing: obs.disagreements(pos.board()),
+                }
+            }
         })
     } else if best.posterior < DECIDE_POSTERIOR {
         by_picture().unwrap_or(Verdict::Uncertain)
@@ -755,6 +770,46 @@ pub fn arrival_colour_misread(pos: &Chess, obs: &BoardObs, mv: Move) -> bool {
     })
 }
 
+/// Whether a piece `mv` puts on a square empty before reads empty there,
+/// in the open (not hidden behind another piece nor seen one square on:
+/// [`unseen_arrival`]). Only the change in the picture takes such a move
+/// ([`agrees_but_where_changed`]): a pale piece on a pale square can read
+/// empty for good (held-out seed 41, vinyl/angled, game seed 45, ply 27:
+/// White's rook put on a5 read empty at p 0.98 on every frame, the
+/// picture fitted `Ra5` at 0.019 against 0.082 for the next, and the game
+/// stalled for its last 14 moves). But a piece put down short of its
+/// square while the hand takes the captured piece off shows the same way
+/// (seed-21 bench, wooden/angled: the rook going to take the queen on b7
+/// stood at the edge of b7 and `...Ra8` fitted the picture at 0.017 with
+/// a8 reading empty), so the tracker holds such a move as long as one
+/// whose piece reads the other colour
+/// ([`super::tracker::TrackerConfig::colour_excused_ms`]): the hand comes
+/// back within it.
+pub fn arrival_unseen(pos: &Chess, obs: &BoardObs, mv: Move) -> bool {
+    let after = board_after(pos, Some(mv));
+    obs.disagreements(&after).iter().any(|d| {
+        pos.board().piece_at(d.square).is_none()
+            && d.seen == Occupant::Empty
+            && !unseen_arrival(obs, &after, d)
+    })
+}
+
+/// Whether `board`, one move from `before`, explains the squares as
+/// [`excusable`] but for pieces it puts on empty squares that read empty
+/// there. A pale piece on a pale square can read empty with its square's
+/// picture barely changed (held-out seed 41, wooden/overhead, game seed
+/// 41, ply 29: White's knight put on f3 read empty, the picture changed on
+/// g1 alone, and `Ne2`, `Nf3` and `Nh3` tied): that is a legal move the
+/// squares cannot tell, to be asked about ([`Verdict::Uncertain`]), not
+/// a board to put back as it was (the report said to put the knight back
+/// on g1).
+fn explained_but_for_arrivals(obs: &BoardObs, before: &Board, board: &Board) -> bool {
+    let mut disagreeing = news(obs, before, board);
+    let n = disagreeing.len();
+    disagreeing.retain(|d| !(before.piece_at(d.square).is_none() && d.seen == Occupant::Empty));
+    disagreeing.len() < n && excusable(obs, &disagreeing, board)
+}
+
 /// Most change cost ([`ChangeFit`]) of a move chosen by the change in the
 /// picture. In the bench game that stalled at `Kf8` (green vinyl, angled
 /// camera) the king's move cost 0.02, and `Rh7` (the rook put down off
@@ -789,10 +844,11 @@ pub const RESYNC_FIT_COST: f32 = 0.2;
 /// fit (cost at most [`FIT_COST`]) and every other, "nothing changed"
 /// included, must fit worse by at least [`CHANGE_MARGIN`] where the two
 /// differ; a contender not measured decides nothing. The squares the
-/// chosen move changes are then taken as the picture shows them, except
-/// that a piece the move puts down and that reads empty must be hidden
-/// or seen one square on ([`unseen_arrival`]). So are squares whose
-/// picture has not changed at all
+/// chosen move changes are then taken as the picture shows them (a piece
+/// put on an empty square that reads empty there, in the open, is flagged:
+/// [`arrival_unseen`]; one that captures must be hidden or seen one square
+/// on, [`unseen_arrival`]). So are squares whose picture has not changed
+/// at all
 /// ([`BoardObs::unchanged`]: a misread there is no news, it looked the
 /// same when the position was last seen); the rest of the board must be
 /// as [`excusable`] as ever. Returns the move and the posterior mass of
@@ -971,7 +1027,8 @@ fn pick_by_change(obs: &BoardObs, before: &Board, boards: &[Board]) -> Option<us
 
 /// Whether the squares agree with `board`, a board chosen by what changed
 /// in the picture: except where it changed the position `before` (a piece
-/// it puts down must read occupied, or be hidden or seen one square on:
+/// it puts down on an empty square may read empty, [`arrival_unseen`]; one
+/// that captures must read occupied, or be hidden or seen one square on:
 /// [`unseen_arrival`]) and where the picture did not change since a frame
 /// of `before` ([`BoardObs::unchanged_since`]), the rest is as
 /// [`excusable`] as ever. But
@@ -1034,7 +1091,14 @@ fn agrees_but_where_changed(obs: &BoardObs, before: &Board, board: &Board) -> bo
     }
     disagreeing.retain(|d| {
         let moved_here = board.piece_at(d.square) != before.piece_at(d.square);
-        let excused = moved_here && (d.seen != Occupant::Empty || unseen_arrival(obs, board, d));
+        // A piece put on an empty square that reads empty there: flagged
+        // in the open ([`arrival_unseen`]). One that captures reads so
+        // while the captured piece is off and the mover still in the hand,
+        // so it must be hidden or seen one square on.
+        let excused = moved_here
+            && (d.seen != Occupant::Empty
+                || before.piece_at(d.square).is_none()
+                || unseen_arrival(obs, board, d));
         !excused && !unchanged.contains(d.square)
     });
     excusable(obs, &disagreeing, board)

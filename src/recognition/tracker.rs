@@ -65,11 +65,13 @@ pub struct TrackerConfig {
     /// rook move just wait a little longer for it.
     pub half_castling_ms: u64,
     /// A move one of whose pieces, put on a square empty before, reads
-    /// the other colour there (`colour_excused` of [`Verdict::Move`]) must
-    /// hold this long: a hand held still over the board reads as a piece, and the
-    /// scripted person holds still at most ~0.55 s mid-move (as for
-    /// `half_castling_ms`). A real colour misread on arrival is committed
-    /// this much later.
+    /// the other colour there (`colour_excused` of [`Verdict::Move`]), or
+    /// reads empty there in the open (`arrival_unseen`), must hold this
+    /// long: a hand held still over the board reads as a piece, a piece
+    /// put down short of its square leaves it empty, and the scripted
+    /// person holds still at most ~0.55 s mid-move (as for
+    /// `half_castling_ms`). A real misread on arrival is committed this
+    /// much later.
     pub colour_excused_ms: u64,
 }
 
@@ -177,7 +179,8 @@ pub struct Tracker {
     hand_visits: usize,
     was_busy: bool,
     /// The move the last hand-free frame agreed on that waited only for
-    /// its colour-excused hold ([`TrackerConfig::colour_excused_ms`]).
+    /// its hold on arrival ([`TrackerConfig::colour_excused_ms`]: its
+    /// piece read the other colour, or empty in the open).
     colour_held: Option<Move>,
     /// Such a move whose hold a hand cut short, with the busy spells
     /// counted before that hand: the reply may be on the board with it
@@ -397,9 +400,15 @@ impl Tracker {
         self.colour_held = match scored.verdict {
             Verdict::Move {
                 mv,
-                colour_excused: true,
+                colour_excused,
+                arrival_unseen,
                 ..
-            } if agreed && held_ms < self.cfg.colour_excused_ms => Some(mv),
+            } if (colour_excused || arrival_unseen)
+                && agreed
+                && held_ms < self.cfg.colour_excused_ms =>
+            {
+                Some(mv)
+            }
             _ => None,
         };
         if agreed && matches!(scored.verdict, Verdict::Unexplained { .. }) {
@@ -432,9 +441,11 @@ impl Tracker {
                 confidence,
                 promotion_unverified,
                 colour_excused,
+                arrival_unseen,
             } if agreed
                 && (held_ms >= self.cfg.half_castling_ms || !is_half_castling(&self.pos, mv))
-                && (held_ms >= self.cfg.colour_excused_ms || !colour_excused) =>
+                && (held_ms >= self.cfg.colour_excused_ms
+                    || !(colour_excused || arrival_unseen)) =>
             {
                 self.last_move = Some((self.pos.clone(), mv, t_ms));
                 self.pos.play_unchecked(mv);
@@ -617,8 +628,14 @@ impl Tracker {
         // squares (or, in a close call, the change in the picture) show:
         // the move is on the board even where a square elsewhere is
         // misread the way it was before the move (held-out bench, angled
-        // camera: a2 and f7 misread after the robot's `Bf6`).
-        let played = matches!(from_before, Verdict::Move { mv, .. } if same_squares(mv, robot_mv));
+        // camera: a2 and f7 misread after the robot's `Bf6`). But not
+        // where its piece reads empty where it was put, in the open
+        // (`arrival_unseen`): the arm may have put it down short of its
+        // square, which is for the mismatch report to say.
+        let played = matches!(
+            from_before,
+            Verdict::Move { mv, arrival_unseen: false, .. } if same_squares(mv, robot_mv)
+        );
         let key = if played {
             ReadKey::NoChange
         } else {
