@@ -678,36 +678,10 @@ fn a_piece_that_reads_empty_where_it_arrived_is_found_by_the_change() {
             ..
         }
     ));
-    let cfg = TrackerConfig::default();
-    let frames = |ms: u64| (ms / 33) as usize;
     // The hand comes back within the hold and the king goes on to e7:
-    // only that is committed.
-    let mut tr = Tracker::new(pos.clone(), cfg);
-    let mut t = 0;
-    assert!(feed(&mut tr, &mut t, &in_the_open, frames(1000), false).is_empty());
-    assert!(feed(&mut tr, &mut t, &in_the_open, 10, true).is_empty());
+    // only that is committed; held on its own, `Kf8` is, only later.
     let ke7 = with_change(&pos, &obs_of(&after(&pos, "Ke7")), 0.48, &[("Ke7", 0.02)]);
-    match feed(&mut tr, &mut t, &ke7, 30, false).as_slice() {
-        [TrackEvent::Move { mv, .. }] => assert_eq!(uci_of(*mv), "e8e7"),
-        e => panic!("{e:?}"),
-    }
-    // Held on its own, it is committed, only later.
-    let mut tr = Tracker::new(pos.clone(), cfg);
-    let mut t = 0;
-    let ev = feed(
-        &mut tr,
-        &mut t,
-        &in_the_open,
-        frames(cfg.colour_excused_ms + 500),
-        false,
-    );
-    match ev.as_slice() {
-        [TrackEvent::Move { mv, t_ms, .. }] => {
-            assert_eq!(uci_of(*mv), "e8f8");
-            assert!(*t_ms >= cfg.colour_excused_ms, "{t_ms}");
-        }
-        e => panic!("{e:?}"),
-    }
+    assert_held_on_arrival(&pos, &in_the_open, "e8f8", &ke7, "e8e7");
     // A capturing piece that reads empty where it arrived, in the open,
     // is not the move: the captured piece is off and the mover still in
     // the hand.
@@ -1363,32 +1337,45 @@ fn a_move_whose_piece_reads_the_other_colour_on_arrival_is_held_longer() {
             ..
         }
     ));
+    // Held still for a second, then the hand moves on and the capture is
+    // finished: only the capture is committed. A real colour misread that
+    // holds is committed, only later.
+    assert_held_on_arrival(&pos, &hand, "b8a8", &obs_of(&after(&pos, "Rxb7")), "b8b7");
+}
+
+/// A move held on arrival (its piece read the other colour, or empty in
+/// the open): held still for a second, then a hand and the board of the
+/// move really played (`then`), only that is committed; held on its own,
+/// the held move (`held_uci`) is committed once the hold is over.
+fn assert_held_on_arrival(
+    pos: &Chess,
+    held: &BoardObs,
+    held_uci: &str,
+    then: &BoardObs,
+    then_uci: &str,
+) {
     let cfg = TrackerConfig::default();
     let frames = |ms: u64| (ms / 33) as usize;
-    // Held still for a second, then the hand moves on and the capture is
-    // finished: only the capture is committed.
     let mut tr = Tracker::new(pos.clone(), cfg);
     let mut t = 0;
-    assert!(feed(&mut tr, &mut t, &hand, frames(1000), false).is_empty());
-    assert!(feed(&mut tr, &mut t, &hand, 10, true).is_empty());
-    let ev = feed(&mut tr, &mut t, &obs_of(&after(&pos, "Rxb7")), 30, false);
-    match ev.as_slice() {
-        [TrackEvent::Move { mv, .. }] => assert_eq!(uci_of(*mv), "b8b7"),
+    assert!(feed(&mut tr, &mut t, held, frames(1000), false).is_empty());
+    assert!(feed(&mut tr, &mut t, held, 10, true).is_empty());
+    match feed(&mut tr, &mut t, then, 30, false).as_slice() {
+        [TrackEvent::Move { mv, .. }] => assert_eq!(uci_of(*mv), then_uci),
         e => panic!("{e:?}"),
     }
-    // A real colour misread that holds is committed, only later.
     let mut tr = Tracker::new(pos.clone(), cfg);
     let mut t = 0;
     let ev = feed(
         &mut tr,
         &mut t,
-        &hand,
+        held,
         frames(cfg.colour_excused_ms + 500),
         false,
     );
     match ev.as_slice() {
         [TrackEvent::Move { mv, t_ms, .. }] => {
-            assert_eq!(uci_of(*mv), "b8a8");
+            assert_eq!(uci_of(*mv), held_uci);
             assert!(*t_ms >= cfg.colour_excused_ms, "{t_ms}");
         }
         e => panic!("{e:?}"),
