@@ -1516,17 +1516,18 @@ pub fn held_reply_boards(pos: &Chess, held: Move, obs: &BoardObs) -> Vec<(Option
     boards
 }
 
-/// The held move and the reply the change in the picture picks
-/// ([`pick_by_change`]) among the replies the squares leave open, the held
-/// move alone and the position before. The held move was on the board
-/// before the hand came, so the line cannot be longer than the reply: the
-/// picture may choose among replies the squares tie on, which a lost-track
-/// search never lets it do. Held-out seed 21, printed/angled (game seed
-/// 26): `b5`, fitting the picture at 0.000 against 0.354 for "nothing
-/// changed", was held for its pawn reading Black, `...Nxd1` was played at
-/// once, and the squares tied `...Nxd1` (knight on d1 read right, pawn on
-/// b5 read Black) with `...Nxb5` (the knight read on b5, d1 read Black);
-/// the game stopped there. `None`: not clear (or not measured).
+/// The held move (held on arrival: its piece read the other colour, or
+/// empty in the open, [`arrival_unseen`]) and the reply the change in the
+/// picture picks ([`pick_by_change`]) among the replies the squares leave
+/// open, the held move alone and the position before. The held move was on
+/// the board before the hand came, so the line cannot be longer than the
+/// reply: the picture may choose among replies the squares tie on, which a
+/// lost-track search never lets it do. Held-out seed 21, printed/angled
+/// (game seed 26): `b5`, fitting the picture at 0.000 against 0.354 for
+/// "nothing changed", was held for its pawn reading Black, `...Nxd1` was
+/// played at once, and the squares tied `...Nxd1` (knight on d1 read right,
+/// pawn on b5 read Black) with `...Nxb5` (the knight read on b5, d1 read
+/// Black); the game stopped there. `None`: not clear (or not measured).
 pub fn held_and_reply(pos: &Chess, held: Move, obs: &BoardObs) -> Option<Vec<Move>> {
     let candidates = held_reply_boards(pos, held, obs);
     let mut boards: Vec<Board> = candidates.iter().map(|(_, b)| b.clone()).collect();

@@ -181,7 +181,7 @@ pub struct Tracker {
     /// The move the last hand-free frame agreed on that waited only for
     /// its hold on arrival ([`TrackerConfig::colour_excused_ms`]: its
     /// piece read the other colour, or empty in the open).
-    colour_held: Option<Move>,
+    arrival_held: Option<Move>,
     /// Such a move whose hold a hand cut short, with the busy spells
     /// counted before that hand: the reply may be on the board with it
     /// ([`held_and_reply`]).
@@ -242,7 +242,7 @@ impl Tracker {
             last_move: None,
             hand_visits: 0,
             was_busy: false,
-            colour_held: None,
+            arrival_held: None,
             held: None,
         }
     }
@@ -321,7 +321,7 @@ impl Tracker {
         self.reported_unexplained = false;
         self.reported_unsure = false;
         self.hand_visits = 0;
-        self.colour_held = None;
+        self.arrival_held = None;
         self.held = None;
     }
 
@@ -349,7 +349,7 @@ impl Tracker {
         let busy = busy || obs.any_occluded();
         if busy && !self.was_busy {
             self.hand_visits += 1;
-            if let Some(mv) = self.colour_held.take() {
+            if let Some(mv) = self.arrival_held.take() {
                 self.held = Some((mv, self.hand_visits - 1));
             }
         }
@@ -397,7 +397,7 @@ impl Tracker {
         let agreed = self.count >= self.cfg.settled_reads
             && t_ms.saturating_sub(self.since_ms) >= self.cfg.settle_ms;
         let held_ms = t_ms.saturating_sub(self.since_ms);
-        self.colour_held = match scored.verdict {
+        self.arrival_held = match scored.verdict {
             Verdict::Move {
                 mv,
                 colour_excused,
@@ -517,7 +517,7 @@ impl Tracker {
         }
     }
 
-    /// The move held for its colour until a hand cut the hold short, and the
+    /// The move held on arrival until a hand cut the hold short, and the
     /// reply the picture shows with it ([`held_and_reply`]): only where a
     /// lost-track search may find two plies and the busy spells since the
     /// hold are one ply's worth ([`MAX_VISITS_PER_PLY`]).
@@ -545,7 +545,8 @@ impl Tracker {
             .find_map(|mv| held_and_reply(&self.pos, mv, obs))
     }
 
-    /// The move held for its colour whose hold a hand cut short, if any.
+    /// The move held on arrival (its piece read the other colour, or
+    /// empty in the open) whose hold a hand cut short, if any.
     pub fn held_move(&self) -> Option<Move> {
         self.held.map(|(mv, _)| mv)
     }

@@ -535,7 +535,8 @@ impl BoardWatcher {
                 held = self.tracker.held_move();
             }
             // The replies that may have followed a move whose arriving
-            // piece read the other colour: one held for its colour until a
+            // piece read the other colour: one held on arrival (for its
+            // colour, or its piece reading empty in the open) until a
             // hand came (`Tracker::held_line`), and any measured here, whose
             // colour may be the reply's, already on the board (a capture on
             // the square just moved to), for the tracker to weigh before it
