@@ -44,6 +44,20 @@ fn is_unexplained(pos: &Chess, obs: &BoardObs) -> bool {
     matches!(score(pos, obs).verdict, Verdict::Unexplained { .. })
 }
 
+/// The move the squares decide on, with its arrival flags
+/// (`colour_excused`, `arrival_unseen`).
+fn move_and_flags(pos: &Chess, obs: &BoardObs) -> (String, bool, bool) {
+    match score(pos, obs).verdict {
+        Verdict::Move {
+            mv,
+            colour_excused,
+            arrival_unseen,
+            ..
+        } => (uci_of(mv), colour_excused, arrival_unseen),
+        v => panic!("expected a move, got {v:?}"),
+    }
+}
+
 fn verdict_move(pos: &Chess, obs: &BoardObs) -> String {
     match score(pos, obs).verdict {
         Verdict::Move { mv, .. } => uci_of(mv),
@@ -661,15 +675,10 @@ fn a_piece_that_reads_empty_where_it_arrived_is_found_by_the_change() {
     // flagged, and held before it is committed.
     let mut in_the_open = seen.clone();
     in_the_open.set(Square::F8, SquareObs::certain(Occupant::Empty));
-    match score(&pos, &in_the_open).verdict {
-        Verdict::Move {
-            mv, arrival_unseen, ..
-        } => {
-            assert_eq!(uci_of(mv), "e8f8");
-            assert!(arrival_unseen);
-        }
-        v => panic!("{v:?}"),
-    }
+    assert_eq!(
+        move_and_flags(&pos, &in_the_open),
+        ("e8f8".to_owned(), false, true)
+    );
     // Hidden behind the f7 pawn, it is not flagged.
     assert!(matches!(
         score(&pos, &seen).verdict,
@@ -1320,15 +1329,10 @@ fn a_move_whose_piece_reads_the_other_colour_on_arrival_is_held_longer() {
     let ra8 = after(&pos, "Ra8");
     let mut hand = obs_of(&ra8);
     hand.set(Square::A8, SquareObs::certain(Occupant::White));
-    match score(&pos, &hand).verdict {
-        Verdict::Move {
-            mv, colour_excused, ..
-        } => {
-            assert_eq!(uci_of(mv), "b8a8");
-            assert!(colour_excused);
-        }
-        v => panic!("{v:?}"),
-    }
+    assert_eq!(
+        move_and_flags(&pos, &hand),
+        ("b8a8".to_owned(), true, false)
+    );
     // Read right, the same move is not doubted.
     assert!(matches!(
         score(&pos, &obs_of(&ra8)).verdict,
@@ -1405,14 +1409,7 @@ fn a_move_held_for_its_unseen_arrival_and_cut_short_by_a_quick_reply_is_resynced
     ));
     let mut seen = obs_of(&after(&pos, "Ra5 Qxf5"));
     seen.set(Square::A5, SquareObs::certain(Occupant::Empty));
-    let mut pictured = seen.clone();
-    pictured.change = [("Ra5 Qxf5", 0.0), ("Ra5", 0.3), ("", 0.5)]
-        .iter()
-        .map(|&(line, cost)| ChangeFit {
-            board: after(&pos, line).board().clone(),
-            fit: Fit::of_cost(cost),
-        })
-        .collect();
+    let pictured = with_change(&pos, &seen, 0.5, &[("Ra5 Qxf5", 0.0), ("Ra5", 0.3)]);
     let frames = |ms: u64| (ms / 33) as usize;
     let run = |end_obs: &BoardObs| {
         let mut tr = Tracker::new(pos.clone(), TrackerConfig::default());
@@ -1466,14 +1463,12 @@ fn a_held_move_cut_short_by_a_quick_reply_is_resynced_with_it_where_the_picture_
     // The squares alone leave it open: no lost-track line is taken.
     assert!(resync(&pos, &seen, 4).is_none());
     // The picture fits `b5 Nxd1` and nothing else.
-    let mut pictured = seen.clone();
-    pictured.change = [("b5 Nxd1", 0.0), ("b5 Nxb5", 0.4), ("b5", 0.45), ("", 0.55)]
-        .iter()
-        .map(|&(line, cost)| ChangeFit {
-            board: after(&pos, line).board().clone(),
-            fit: Fit::of_cost(cost),
-        })
-        .collect();
+    let pictured = with_change(
+        &pos,
+        &seen,
+        0.55,
+        &[("b5 Nxd1", 0.0), ("b5 Nxb5", 0.4), ("b5", 0.45)],
+    );
     let frames = |ms: u64| (ms / 33) as usize;
     let run = |end_obs: &BoardObs, cut: bool| {
         let mut tr = Tracker::new(pos.clone(), TrackerConfig::default());
@@ -1500,8 +1495,12 @@ fn a_held_move_cut_short_by_a_quick_reply_is_resynced_with_it_where_the_picture_
         [TrackEvent::Unexplained { .. }]
     ));
     // The picture not clear between the replies: asked.
-    let mut unclear = pictured.clone();
-    unclear.change[1].fit = Fit::of_cost(0.1);
+    let unclear = with_change(
+        &pos,
+        &seen,
+        0.55,
+        &[("b5 Nxd1", 0.0), ("b5 Nxb5", 0.1), ("b5", 0.45)],
+    );
     assert!(matches!(
         run(&unclear, true).as_slice(),
         [TrackEvent::Unexplained { .. }]
@@ -1532,14 +1531,7 @@ fn a_move_settled_together_with_its_quick_reply_is_resynced_with_it_where_the_pi
         score(&pos, &seen).verdict
     );
     // The picture fits the move and the reply, not the move alone.
-    let mut pictured = seen.clone();
-    pictured.change = [("h4 Qxh4", 0.0), ("h4", 0.26), ("", 0.45)]
-        .iter()
-        .map(|&(line, cost)| ChangeFit {
-            board: after(&pos, line).board().clone(),
-            fit: Fit::of_cost(cost),
-        })
-        .collect();
+    let pictured = with_change(&pos, &seen, 0.45, &[("h4 Qxh4", 0.0), ("h4", 0.26)]);
     let run = |obs: &BoardObs| {
         let mut tr = Tracker::new(pos.clone(), TrackerConfig::default());
         let mut t = 0;
