@@ -195,6 +195,18 @@ fn phantoms_in_a_piece_shadow_are_excused_and_nowhere_else() {
 }
 
 /// `obs` with change costs for "nothing changed" and the given moves.
+/// Change fits for every legal move from `pos` and "nothing changed":
+/// `picked` costs `cost`, every other board `rest`.
+fn fits_picking(pos: &Chess, picked: Move, cost: f32, rest: f32) -> Vec<ChangeFit> {
+    std::iter::once(None)
+        .chain(pos.legal_moves().into_iter().map(Some))
+        .map(|mv| ChangeFit {
+            board: board_after(pos, mv),
+            fit: Fit::of_cost(if mv == Some(picked) { cost } else { rest }),
+        })
+        .collect()
+}
+
 fn with_change(pos: &Chess, obs: &BoardObs, none: f32, moves: &[(&str, f32)]) -> BoardObs {
     let mut o = obs.clone();
     o.change = vec![ChangeFit {
@@ -1288,13 +1300,7 @@ fn a_robot_move_the_picture_shows_is_verified_despite_an_old_misread() {
     let mut seen = obs_of(&after(&start, "e5"));
     seen.set(Square::A2, SquareObs::certain(Occupant::Empty));
     let mut fitted = seen.clone();
-    fitted.change = std::iter::once(None)
-        .chain(start.legal_moves().into_iter().map(Some))
-        .map(|mv| ChangeFit {
-            board: board_after(&start, mv),
-            fit: Fit::of_cost(if mv == Some(robot) { 0.02 } else { 0.5 }),
-        })
-        .collect();
+    fitted.change = fits_picking(&start, robot, 0.02, 0.5);
     fitted.unchanged = Bitboard::from(Square::A2);
     // Measured against the reference frame of the position before the
     // robot's move, as the watcher measures it.
@@ -1396,13 +1402,7 @@ fn a_move_held_for_its_unseen_arrival_and_cut_short_by_a_quick_reply_is_resynced
     let ra5 = parse_move(&pos, "Ra5").unwrap();
     let mut held = obs_of(&after(&pos, "Ra5"));
     held.set(Square::A5, SquareObs::certain(Occupant::Empty));
-    held.change = std::iter::once(None)
-        .chain(pos.legal_moves().into_iter().map(Some))
-        .map(|mv| ChangeFit {
-            board: board_after(&pos, mv),
-            fit: Fit::of_cost(if mv == Some(ra5) { 0.02 } else { 0.45 }),
-        })
-        .collect();
+    held.change = fits_picking(&pos, ra5, 0.02, 0.45);
     assert!(matches!(
         score(&pos, &held).verdict,
         Verdict::Move { mv, arrival_unseen: true, .. } if mv == ra5

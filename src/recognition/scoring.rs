@@ -787,11 +787,15 @@ pub fn arrival_colour_misread(pos: &Chess, obs: &BoardObs, mv: Move) -> bool {
 /// back within it.
 pub fn arrival_unseen(pos: &Chess, obs: &BoardObs, mv: Move) -> bool {
     let after = board_after(pos, Some(mv));
-    obs.disagreements(&after).iter().any(|d| {
-        pos.board().piece_at(d.square).is_none()
-            && d.seen == Occupant::Empty
-            && !unseen_arrival(obs, &after, d)
-    })
+    obs.disagreements(&after)
+        .iter()
+        .any(|d| reads_empty_on_arrival(pos.board(), d) && !unseen_arrival(obs, &after, d))
+}
+
+/// Whether `d` is a piece put on a square empty `before` that reads empty
+/// there.
+fn reads_empty_on_arrival(before: &Board, d: &Disagreement) -> bool {
+    before.piece_at(d.square).is_none() && d.seen == Occupant::Empty
 }
 
 /// Whether `board`, one move from `before`, explains the squares as
@@ -806,7 +810,7 @@ pub fn arrival_unseen(pos: &Chess, obs: &BoardObs, mv: Move) -> bool {
 fn explained_but_for_arrivals(obs: &BoardObs, before: &Board, board: &Board) -> bool {
     let mut disagreeing = news(obs, before, board);
     let n = disagreeing.len();
-    disagreeing.retain(|d| !(before.piece_at(d.square).is_none() && d.seen == Occupant::Empty));
+    disagreeing.retain(|d| !reads_empty_on_arrival(before, d));
     disagreeing.len() < n && excusable(obs, &disagreeing, board)
 }
 
@@ -1097,7 +1101,7 @@ fn agrees_but_where_changed(obs: &BoardObs, before: &Board, board: &Board) -> bo
         // so it must be hidden or seen one square on.
         let excused = moved_here
             && (d.seen != Occupant::Empty
-                || before.piece_at(d.square).is_none()
+                || reads_empty_on_arrival(before, d)
                 || unseen_arrival(obs, board, d));
         !excused && !unchanged.contains(d.square)
     });
