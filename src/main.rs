@@ -152,8 +152,10 @@ enum BenchCommand {
         /// Moves per game.
         #[arg(long, default_value_t = 40)]
         moves: usize,
-        /// Play only the first K moves of each game, the game being drawn
-        /// as for --moves (to trace a failure late in a long game quickly).
+        /// Watch only the first K moves of each game, the game being drawn
+        /// and scripted as for --moves, so that those K moves are played
+        /// frame for frame as in the whole game (to trace a failure late in
+        /// a long game quickly).
         #[arg(long, value_name = "K")]
         play_only: Option<usize>,
         /// The scripted person answers the watcher's reports of a board it
@@ -163,10 +165,11 @@ enum BenchCommand {
         #[arg(long)]
         answers: bool,
         /// Write each frame on which the watcher reports a board it cannot
-        /// explain or a robot move the board does not show, with the
-        /// squares it read drawn over it (`game{G}_frame{N}.png`) and as
-        /// the camera saw it (`game{G}_frame{N}_raw.png`), into this
-        /// folder, to trace a stall.
+        /// explain, a robot move the board does not show or a lost track
+        /// recovered (resynced), with the squares it read drawn over it
+        /// (`game{G}_frame{N}.png`) and as the camera saw it
+        /// (`game{G}_frame{N}_raw.png`), into this folder, to trace a
+        /// stall or a wrong resync.
         #[arg(long, value_name = "DIR")]
         dump_unexplained: Option<std::path::PathBuf>,
         #[arg(long, default_value_t = 1)]

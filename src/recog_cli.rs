@@ -596,14 +596,11 @@ pub fn bench_recognition(
         } else {
             Vec::new()
         };
-        let (mv, illegal_before) = match play_only {
-            Some(k) => (
-                mv.into_iter().take(k).collect::<Vec<_>>(),
-                illegal_before.into_iter().filter(|&i| i < k).collect(),
-            ),
-            None => (mv, illegal_before),
-        };
-        illegal += illegal_before.len();
+        // Illegal moves shown before a ply watched.
+        illegal += illegal_before
+            .iter()
+            .filter(|&&i| i < play_only.unwrap_or(usize::MAX))
+            .count();
         let game = SimGame {
             scene: SceneSpec {
                 board: board.parse()?,
@@ -623,12 +620,17 @@ pub fn bench_recognition(
             robot,
             blind: None,
             answers,
+            play_only,
         };
         let mut dump_error = None;
         let r = watch_sim_game_with(&game, WatcherConfig::default(), |truth, out, _, image| {
             let (
                 Some(dir),
-                Some(TrackEvent::Unexplained { .. } | TrackEvent::RobotMoveMismatch { .. }),
+                Some(
+                    TrackEvent::Unexplained { .. }
+                    | TrackEvent::RobotMoveMismatch { .. }
+                    | TrackEvent::Resynced { .. },
+                ),
                 Some(read),
             ) = (dump_unexplained, &out.event, &out.reading)
             else {
@@ -699,7 +701,7 @@ pub fn bench_recognition(
         if verbose {
             println!("    played: {}", {
                 let mut p = game.start.clone();
-                game.moves
+                game.watched()
                     .iter()
                     .map(|m| {
                         let s = san_of(&p, *m);

@@ -68,6 +68,7 @@ impl Case {
             robot: self.robot,
             blind: self.blind,
             answers: self.answers,
+            play_only: None,
         };
         let debug = std::env::var_os("RECOG_DEBUG").is_some();
         let cfg = WatcherConfig {

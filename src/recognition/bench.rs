@@ -58,9 +58,20 @@ pub struct SimGame {
     /// [`ANSWER_MS`] later by confirming the position, as the service lets
     /// a person do. `false`: nobody answers, and a lost track stays lost.
     pub answers: bool,
+    /// Watch only the first K plies: the script is drawn for every move
+    /// of `moves` (so those K are played frame for frame as in the whole
+    /// game: the hands' randomness follows the whole plan), and watching
+    /// ends when ply K+1 begins, after [`TAIL_MS`]. Outcomes are counted
+    /// for the first K moves. `None`: every move.
+    pub play_only: Option<usize>,
 }
 
 impl SimGame {
+    /// The plies watched ([`SimGame::play_only`]).
+    pub fn watched(&self) -> &[Move] {
+        &self.moves[..self.play_only.unwrap_or(usize::MAX).min(self.moves.len())]
+    }
+
     /// The position after the first `plies` scripted moves.
     pub fn position_after(&self, plies: usize) -> Chess {
         let mut pos = self.start.clone();
@@ -215,8 +226,17 @@ pub fn watch_sim_game_with(
                 && t.events.iter().any(|e| e.starts_with("move_started"))
         })
     };
+    let watched = game.watched().len();
+    // The script reached a ply not watched ([`SimGame::play_only`]).
+    let mut ended = false;
     loop {
-        let next = held.take().or_else(|| script.next());
+        let next = held.take().or_else(|| {
+            let n = script.next().filter(|_| !ended);
+            ended |= n
+                .as_ref()
+                .is_some_and(|(_, t)| t.ply >= watched && t.moving.is_some());
+            n.filter(|_| !ended)
+        });
         let (world, truth) = match next {
             Some((w, mut t)) => {
                 let robot_starts = robot_move_starts(&t);
@@ -371,7 +391,7 @@ pub fn watch_sim_game_with(
     }
     report.committed = commits.iter().map(|c| c.0).collect();
     let mut off_track = false;
-    for (k, &mv) in game.moves.iter().enumerate() {
+    for (k, &mv) in game.watched().iter().enumerate() {
         let outcome = match commits.get(k) {
             None => MoveOutcome::Missed,
             Some(&(_, _, Via::Asked)) => {
@@ -399,7 +419,7 @@ pub fn watch_sim_game_with(
         };
         report.outcomes.push(outcome);
     }
-    let pos = game.position_after(game.moves.len());
+    let pos = game.position_after(watched);
     report.final_position_right =
         watcher.position().board() == pos.board() && watcher.position().turn() == pos.turn();
     Ok(report)
