@@ -1707,7 +1707,8 @@ fn a_resync_keeps_the_turn_the_frames_show() {
         let mut ev = feed(&mut tr, &mut t, &obs_of(&start), 10, true);
         ev.extend(feed(&mut tr, &mut t, &misread, middle_frames, false));
         ev.extend(feed(&mut tr, &mut t, &obs_of(&start), 10, true));
-        ev.extend(feed(&mut tr, &mut t, end_obs, 30, false));
+        // A three-ply line waits 1.5 s (`long_resync_ms`).
+        ev.extend(feed(&mut tr, &mut t, end_obs, 60, false));
         (ev, tr.position().clone())
     };
     for end_obs in [obs_of(&end), end_h2_misread] {
@@ -1733,6 +1734,106 @@ fn a_resync_keeps_the_turn_the_frames_show() {
         "{ev:?}"
     );
     assert_eq!(pos.turn(), shakmaty::Color::White);
+}
+
+#[test]
+fn a_resync_takes_no_detour_that_only_busy_frames_show() {
+    // Seed-51 printed/low in small: `Qh5 Qf6` is played while the frames
+    // in between, under hands and misreads, show Black's queen on e7.
+    // `Qg4 Qe7 Qh5 Qf6` reaches the same board with the same side to
+    // move and fits those frames: two moves never made.
+    let start = after(&Chess::default(), "e4 e5");
+    let detour = ["Qh5", "Qg4 Qe7 Qh5"];
+    let end = after(&start, "Qh5 Qf6");
+    let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+    let mut t = 0;
+    let mut ev = feed(&mut tr, &mut t, &obs_of(&start), 10, true);
+    for line in detour {
+        ev.extend(feed(
+            &mut tr,
+            &mut t,
+            &obs_of(&after(&start, line)),
+            20,
+            true,
+        ));
+    }
+    ev.extend(feed(&mut tr, &mut t, &obs_of(&end), 30, false));
+    let resynced: Vec<Vec<String>> = ev
+        .iter()
+        .filter_map(|e| match e {
+            TrackEvent::Resynced { moves, .. } => Some(moves.iter().map(|m| uci_of(*m)).collect()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(resynced, [["d1h5", "d8f6"]], "{ev:?}");
+    assert_eq!(tr.position().board(), end.board());
+}
+
+#[test]
+fn a_lost_track_line_of_more_than_two_plies_waits_for_a_still_board() {
+    // Four plies missed; their board stands 1 s, a hand comes (held still
+    // at the edge, a board of four plies can be a hand's misreads), then
+    // it stands again: resynced once it has stood 1.5 s, never reported.
+    let start = after(&Chess::default(), "e4 e5");
+    let four = after(&start, "Nf3 Nc6 Bc4 Bc5");
+    let two = after(&start, "Nf3 Nc6");
+    let run = |end: &Chess, first_ms: u64| {
+        let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+        let mut t = 0;
+        let mut ev = feed(&mut tr, &mut t, &obs_of(&start), 10, true);
+        let n = |ms: u64| (ms / 33) as usize;
+        ev.extend(feed(&mut tr, &mut t, &obs_of(end), n(first_ms), false));
+        let first = ev.clone();
+        ev.extend(feed(&mut tr, &mut t, &obs_of(end), 5, true));
+        let hand_gone = t;
+        ev.extend(feed(&mut tr, &mut t, &obs_of(end), n(2_000), false));
+        (first, ev, hand_gone)
+    };
+    let cfg = TrackerConfig::default();
+    let (first, ev, hand_gone) = run(&four, 1_000);
+    assert!(first.is_empty(), "{first:?}");
+    match ev.as_slice() {
+        [TrackEvent::Resynced { moves, t_ms }] => {
+            assert_eq!(moves.len(), 4);
+            assert!(
+                *t_ms >= hand_gone + cfg.long_resync_ms,
+                "{t_ms} {hand_gone}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // A missed move and a quick reply are not held.
+    let (first, _, _) = run(&two, 1_000);
+    match first.as_slice() {
+        [TrackEvent::Resynced { moves, t_ms }] => {
+            assert_eq!(moves.len(), 2);
+            assert!(*t_ms < 330 + cfg.long_resync_ms / 2, "{t_ms}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn no_lost_track_line_is_searched_while_an_arm_crosses_the_board_edge() {
+    // Two plies missed; while the rim moves (an arm reaching in, its hand
+    // over the squares unseen by the motion detector) nothing is resynced.
+    let start = after(&Chess::default(), "e4 e5");
+    let two = after(&start, "Nf3 Nc6");
+    let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+    let mut t = 0;
+    assert!(feed(&mut tr, &mut t, &obs_of(&start), 10, true).is_empty());
+    tr.set_hand_at_edge(true);
+    let ev = feed(&mut tr, &mut t, &obs_of(&two), 12, false);
+    assert!(
+        !ev.iter().any(|e| matches!(e, TrackEvent::Resynced { .. })),
+        "{ev:?}"
+    );
+    tr.set_hand_at_edge(false);
+    let ev = feed(&mut tr, &mut t, &obs_of(&two), 2, false);
+    assert!(
+        matches!(ev.as_slice(), [TrackEvent::Resynced { moves, .. }] if moves.len() == 2),
+        "{ev:?}"
+    );
 }
 
 #[test]

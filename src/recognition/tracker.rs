@@ -15,7 +15,7 @@ use shakmaty::{Board, Chess, Color, Move, Position};
 
 use super::scoring::{
     arrival_colour_misread, board_after, brings_news, contenders, held_and_reply, resync, score,
-    BoardObs, Disagreement, Hypothesis, Verdict,
+    BoardObs, Disagreement, Hypothesis, Verdict, MAX_PICTURE_PICKED_PLIES,
 };
 
 /// Most moves a question about an undecided board offers
@@ -73,6 +73,19 @@ pub struct TrackerConfig {
     /// `half_castling_ms`). A real misread on arrival is committed this
     /// much later.
     pub colour_excused_ms: u64,
+    /// A lost-track line of more than two plies
+    /// ([`MAX_PICTURE_PICKED_PLIES`]) is taken only once the unexplained
+    /// board it explains has stood this long without a hand, and the board
+    /// is not reported meanwhile: a hand held still at the board's edge is
+    /// not seen as motion and reads as pieces, and lines of four missed
+    /// moves fit such boards easily. Held-out seed 51, vinyl/overhead (game
+    /// seed 52, ply 22): with `...Ra6 Bxa6` played, the hand came in from
+    /// the a-file's edge to take the bishop for `...Nxa6` and held still,
+    /// a7 and a8 read as pieces under it, and `...Ra6 Bf1 Ra7 Ba6` was
+    /// resynced 0.4 s into that still picture, two moves never made. As
+    /// long as a hold on arrival (the scripted person holds still at most
+    /// ~0.55 s); a line of one or two plies (a quick reply) is not held.
+    pub long_resync_ms: u64,
 }
 
 impl Default for TrackerConfig {
@@ -86,6 +99,7 @@ impl Default for TrackerConfig {
             max_resync_plies: 4,
             half_castling_ms: 1_500,
             colour_excused_ms: 1_500,
+            long_resync_ms: 1_500,
         }
     }
 }
@@ -186,6 +200,8 @@ pub struct Tracker {
     /// counted before that hand: the reply may be on the board with it
     /// ([`held_and_reply`]).
     held: Option<(Move, usize)>,
+    /// Something moves across the board's rim ([`Tracker::set_hand_at_edge`]).
+    hand_at_edge: bool,
 }
 
 /// How long after a committed move the same piece may still be seen going
@@ -244,6 +260,7 @@ impl Tracker {
             was_busy: false,
             arrival_held: None,
             held: None,
+            hand_at_edge: false,
         }
     }
 
@@ -474,17 +491,26 @@ impl Tracker {
                 // long: it is searched once it is due to be reported.)
                 let due = !self.reported_unexplained && held_ms >= self.cfg.unexplained_after_ms;
                 let plies = self.resync_plies();
-                let searchable = plies > 0 && self.hand_visits <= MAX_VISITS_PER_PLY * plies;
+                let searchable = plies > 0
+                    && self.hand_visits <= MAX_VISITS_PER_PLY * plies
+                    && !self.hand_at_edge;
                 if self.resync_tried.as_ref() != Some(&disagreeing)
                     && (stable_ms >= self.cfg.settle_ms || due)
                     && searchable
                 {
-                    self.resync_tried = Some(disagreeing.clone());
                     let found = resync(&self.pos, obs, plies)
                         .map(|r| self.best_order(r.moves, &r.alternatives))
                         .or_else(|| self.held_line(obs));
-                    if let Some(moves) = found {
-                        return Some(self.resynced(moves, t_ms));
+                    match found {
+                        // Searched again on the next frames, unreported.
+                        Some(moves)
+                            if moves.len() > MAX_PICTURE_PICKED_PLIES
+                                && stable_ms < self.cfg.long_resync_ms =>
+                        {
+                            return None;
+                        }
+                        Some(moves) => return Some(self.resynced(moves, t_ms)),
+                        None => self.resync_tried = Some(disagreeing.clone()),
                     }
                 }
                 if self.reported_unexplained || held_ms < self.cfg.unexplained_after_ms {
@@ -545,6 +571,17 @@ impl Tracker {
             .find_map(|mv| held_and_reply(&self.pos, mv, obs))
     }
 
+    /// Whether something moves across the board's rim on the frame about
+    /// to be pushed (`vision::motion::rim_differs`): an arm reaching over
+    /// the board whose hand, over the squares, the motion detector does
+    /// not see. No lost-track line is searched for such a frame (its
+    /// squares may read the hand as pieces); moves are decided as ever (at
+    /// low views hands withdrawing behind the board cross the far rim long
+    /// after they let go).
+    pub fn set_hand_at_edge(&mut self, moving: bool) {
+        self.hand_at_edge = moving;
+    }
+
     /// The move held on arrival (its piece read the other colour, or
     /// empty in the open) whose hold a hand cut short, if any.
     pub fn held_move(&self) -> Option<Move> {
@@ -569,9 +606,16 @@ impl Tracker {
 
     /// Of several lines to the same board (`first` the shortest), the one
     /// whose intermediate positions best explain the frames seen since the
-    /// last decision; a line of another length only when it explains them
-    /// better by [`LINE_LENGTH_MARGIN`] (more intermediate boards explain
-    /// more frames by chance).
+    /// last decision; a line of another length only when it leaves the
+    /// other side to move (an odd number of plies longer) and explains
+    /// them better by [`LINE_LENGTH_MARGIN`] (more intermediate boards
+    /// explain more frames by chance). A line an even number of plies
+    /// longer reaches the same board with the same side to move, each
+    /// side's pieces taking a longer way round: only misread or
+    /// hand-covered frames favour it. Held-out seed 51, printed/low (game
+    /// seed 59, ply 20): `Qxc8+ Qd8` was played while a hand and misreads
+    /// showed queens on c7 and a5 on the frames between, and
+    /// `Qc7 Qa5 Qxc8+ Qd8` was resynced: two moves never made.
     fn best_order(&self, first: Vec<Move>, others: &[Vec<Move>]) -> Vec<Move> {
         let fit = |line: &Vec<Move>| -> f64 {
             let mut boards = vec![self.pos.board().clone()];
@@ -599,7 +643,7 @@ impl Tracker {
             }
         }
         let mut other_length: Option<(f64, Vec<Move>)> = None;
-        for line in others.iter().filter(|l| l.len() != n) {
+        for line in others.iter().filter(|l| l.len().abs_diff(n) % 2 == 1) {
             let f = fit(line);
             if f >= best.0 + LINE_LENGTH_MARGIN && other_length.as_ref().is_none_or(|o| f > o.0) {
                 other_length = Some((f, line.clone()));

@@ -364,7 +364,17 @@ impl BoardWatcher {
         let loc = self.location.as_ref().unwrap_or(&read.location);
         let sig = motion::signature(image, loc);
         let mut cells = [false; 64];
+        // Motion across the board's rim, against the previous and the
+        // look-back frames: an arm sweeping slowly over the edge while its
+        // hand, over the squares, changes too little of them (held-out
+        // seed 51, vinyl/overhead, game seed 52: the hand carrying a
+        // captured bishop off a6 over a7 and a8, its arm across the
+        // a-file's edge, read as pieces there on frames called still, and
+        // a wrong line was resynced). It holds the tracker's lost-track
+        // search only ([`Tracker::set_hand_at_edge`]).
+        let mut rim_moved = false;
         for old in &self.recent {
+            rim_moved |= motion::rim_differs(old, &sig, self.cfg.cover_fraction);
             for (c, d) in
                 cells
                     .iter_mut()
@@ -415,6 +425,7 @@ impl BoardWatcher {
         if !busy {
             self.compare_with_reference(image, &read, &mut obs);
         }
+        self.tracker.set_hand_at_edge(rim_moved);
         let event = self.tracker.push(t_ms, &obs, busy);
         // The frame a decision was made on shows the position now believed
         // (misreads and all, at low views often never "nothing changed"
