@@ -15,7 +15,7 @@ use shakmaty::{Board, Chess, Color, Move, Position};
 
 use super::scoring::{
     arrival_colour_misread, board_after, brings_news, contenders, held_and_reply, resync, score,
-    BoardObs, Disagreement, Hypothesis, Verdict, MAX_PICTURE_PICKED_PLIES,
+    BoardObs, Disagreement, Hypothesis, Verdict,
 };
 
 /// Most moves a question about an undecided board offers
@@ -73,19 +73,6 @@ pub struct TrackerConfig {
     /// `half_castling_ms`). A real misread on arrival is committed this
     /// much later.
     pub colour_excused_ms: u64,
-    /// A lost-track line of more than two plies
-    /// ([`MAX_PICTURE_PICKED_PLIES`]) is taken only once the unexplained
-    /// board it explains has stood this long without a hand, and the board
-    /// is not reported meanwhile: a hand held still at the board's edge is
-    /// not seen as motion and reads as pieces, and lines of four missed
-    /// moves fit such boards easily. Held-out seed 51, vinyl/overhead (game
-    /// seed 52, ply 22): with `...Ra6 Bxa6` played, the hand came in from
-    /// the a-file's edge to take the bishop for `...Nxa6` and held still,
-    /// a7 and a8 read as pieces under it, and `...Ra6 Bf1 Ra7 Ba6` was
-    /// resynced 0.4 s into that still picture, two moves never made. As
-    /// long as a hold on arrival (the scripted person holds still at most
-    /// ~0.55 s); a line of one or two plies (a quick reply) is not held.
-    pub long_resync_ms: u64,
 }
 
 impl Default for TrackerConfig {
@@ -99,7 +86,6 @@ impl Default for TrackerConfig {
             max_resync_plies: 4,
             half_castling_ms: 1_500,
             colour_excused_ms: 1_500,
-            long_resync_ms: 1_500,
         }
     }
 }
@@ -501,16 +487,9 @@ impl Tracker {
                     let found = resync(&self.pos, obs, plies)
                         .map(|r| self.best_order(r.moves, &r.alternatives))
                         .or_else(|| self.held_line(obs));
-                    match found {
-                        // Searched again on the next frames, unreported.
-                        Some(moves)
-                            if moves.len() > MAX_PICTURE_PICKED_PLIES
-                                && stable_ms < self.cfg.long_resync_ms =>
-                        {
-                            return None;
-                        }
-                        Some(moves) => return Some(self.resynced(moves, t_ms)),
-                        None => self.resync_tried = Some(disagreeing.clone()),
+                    self.resync_tried = Some(disagreeing.clone());
+                    if let Some(moves) = found {
+                        return Some(self.resynced(moves, t_ms));
                     }
                 }
                 if self.reported_unexplained || held_ms < self.cfg.unexplained_after_ms {
