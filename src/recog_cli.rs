@@ -596,11 +596,6 @@ pub fn bench_recognition(
         } else {
             Vec::new()
         };
-        // Illegal moves shown before a ply watched.
-        illegal += illegal_before
-            .iter()
-            .filter(|&&i| i < play_only.unwrap_or(usize::MAX))
-            .count();
         let game = SimGame {
             scene: SceneSpec {
                 board: board.parse()?,
@@ -622,6 +617,14 @@ pub fn bench_recognition(
             answers,
             play_only,
         };
+        // Illegal moves shown before a ply watched.
+        let watched = game.watched().len();
+        illegal += game
+            .style
+            .illegal_before
+            .iter()
+            .filter(|&&i| i < watched)
+            .count();
         let mut dump_error = None;
         let r = watch_sim_game_with(&game, WatcherConfig::default(), |truth, out, _, image| {
             let (
