@@ -484,10 +484,10 @@ impl Tracker {
                     && (stable_ms >= self.cfg.settle_ms || due)
                     && searchable
                 {
+                    self.resync_tried = Some(disagreeing.clone());
                     let found = resync(&self.pos, obs, plies)
                         .map(|r| self.best_order(r.moves, &r.alternatives))
                         .or_else(|| self.held_line(obs));
-                    self.resync_tried = Some(disagreeing.clone());
                     if let Some(moves) = found {
                         return Some(self.resynced(moves, t_ms));
                     }
