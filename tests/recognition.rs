@@ -447,11 +447,14 @@ fn a_misread_the_picture_already_showed_does_not_make_a_move_unexplained() {
     obs.set(Square::E7, SquareObs::of_probs(1.0, 0.0, 0.0));
     obs.set(Square::F7, SquareObs::of_probs(0.0, 1.0, 0.0));
     assert!(is_unexplained(&pos, &obs));
+    // On that frame every square read as it does now but the two the
+    // knight changes.
     let with_changed = |changed: Bitboard| {
         let mut o = obs.clone();
         o.changed = changed;
         o.unchanged = !changed;
         o.reference_occupied = Some(pos.board().occupied());
+        o.reads_as_before = !(Bitboard::from(Square::D7) | Bitboard::from(Square::E5));
         o
     };
     let moved = Bitboard::from(Square::D7) | Bitboard::from(Square::E5);
@@ -461,6 +464,15 @@ fn a_misread_the_picture_already_showed_does_not_make_a_move_unexplained() {
         &pos,
         &with_changed(moved | Bitboard::from(Square::E7))
     ));
+    // So it is where the picture barely changed but the pawn read present
+    // on that frame (seed-51 wooden/low, game seed 57, ply 19: the queen
+    // put down at the edge of d6 for `Qxd7+` read on d6, `Qd6` was
+    // committed, and the finished capture, the queen pushed onto d7,
+    // changed d6's picture too little: d6 read empty, d7 White, and the
+    // board passed for the position after `Qd6`).
+    let mut read_otherwise = with_changed(moved);
+    read_otherwise.reads_as_before.discard(Square::E7);
+    assert!(is_unexplained(&pos, &read_otherwise));
     // Measured against a frame of another position (the robot's move is
     // checked against the board it should leave, the picture against the
     // board before it), the unchanged squares say nothing of this one.
@@ -1139,6 +1151,45 @@ fn a_move_that_goes_on_after_looking_finished_is_amended() {
 }
 
 #[test]
+fn an_amendment_keeps_excusing_the_misreads_the_committed_move_was_read_with() {
+    // As above, with the white king on a1 misread empty all along: on
+    // the frames of the rook at the edge of h3 its picture is unchanged
+    // since a frame of the position before, and on those of the finished
+    // capture since the frame `...Rh4` was committed on.
+    let start = position_from_fen("k6r/8/8/8/8/7N/8/K7 b - - 0 1").unwrap();
+    let touched = |moves: &[Square]| moves.iter().fold(Bitboard::EMPTY, |b, &sq| b | sq);
+    let misread = |pos: &Chess, reference: &Chess, changed: Bitboard| {
+        let mut o = obs_of(pos);
+        o.set(Square::A1, SquareObs::certain(Occupant::Empty));
+        o.changed = changed;
+        o.unchanged = !changed;
+        o.reference_occupied = Some(reference.board().occupied());
+        o.reads_as_before = !changed;
+        o
+    };
+    let rh4 = after(&start, "Rh4");
+    let half = misread(&rh4, &start, touched(&[Square::H8, Square::H4]));
+    let done = misread(
+        &after(&start, "Rxh3"),
+        &rh4,
+        touched(&[Square::H4, Square::H3]),
+    );
+    let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+    let mut t = 0;
+    let mut ev = feed(&mut tr, &mut t, &half, 5, true);
+    ev.extend(feed(&mut tr, &mut t, &half, 15, false));
+    ev.extend(feed(&mut tr, &mut t, &done, 5, true));
+    ev.extend(feed(&mut tr, &mut t, &done, 30, false));
+    match ev.as_slice() {
+        [TrackEvent::Move { mv, .. }, TrackEvent::Amended { now, .. }] => {
+            assert_eq!((uci_of(*mv), uci_of(*now)), ("h8h4".into(), "h8h3".into()));
+        }
+        e => panic!("{e:?}"),
+    }
+    assert_eq!(tr.position().board(), after(&start, "Rxh3").board());
+}
+
+#[test]
 fn a_still_picture_is_one_ply_until_something_moves() {
     let start = Chess::default();
     let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
@@ -1589,6 +1640,7 @@ fn a_misread_the_picture_already_showed_does_not_stop_a_resync() {
     as_before.changed = moved;
     as_before.unchanged = !moved;
     as_before.reference_occupied = Some(start.board().occupied());
+    as_before.reads_as_before = !moved;
     let r = resync(&start, &as_before, 4).expect("a clear sequence");
     assert_eq!(uci_line(&r.moves), ["e2e4", "c7c5"]);
     // Where a7's picture changed too, its pawn read gone is news.

@@ -201,7 +201,8 @@ pub struct BoardObs {
     pub reference_occupied: Option<Bitboard>,
     /// Squares that read likeliest what they read on that frame (visible
     /// ones; measured with `unchanged`): a move must change the reading
-    /// of some square it changes ([`brings_news`]).
+    /// of some square it changes ([`brings_news`]), and a misread on an
+    /// unchanged picture is old only where it read so then (`news`).
     pub reads_as_before: Bitboard,
     /// Squares whose picture changed since that frame (the complement of
     /// `unchanged`: squares with too few samples to tell count as
@@ -439,6 +440,35 @@ impl BoardObs {
     /// Whether `sq` reads occupied with confidence ([`CONFIDENT_STATE`]).
     fn reads_occupied(&self, sq: Square) -> bool {
         self.get(sq).p(Occupant::Empty) <= 1.0 - CONFIDENT_STATE
+    }
+
+    /// These observations, with the picture measured against a frame of
+    /// `measured` taken as measured against a frame of `other`, on the
+    /// squares where the two boards agree (what was unchanged since the
+    /// one is unchanged since the other there); the fits of whole boards
+    /// to the change are dropped (they were measured for `measured`'s
+    /// candidates). Unchanged as they are where the picture was not
+    /// measured against `measured`. For scoring again from the position
+    /// before a committed move ([`super::tracker`]'s amendment): the
+    /// misreads the frame of the committed move excused stay excused.
+    pub fn rebased(&self, measured: &Board, other: &Board) -> BoardObs {
+        if !self.measured_against(measured) {
+            return self.clone();
+        }
+        let agree: Bitboard = Square::ALL
+            .into_iter()
+            .filter(|&sq| measured.piece_at(sq) == other.piece_at(sq))
+            .collect();
+        BoardObs {
+            squares: self.squares,
+            change: Vec::new(),
+            unchanged: self.unchanged & agree,
+            changed: self.changed & agree,
+            reference_occupied: Some(other.occupied()),
+            reads_as_before: self.reads_as_before & agree,
+            changed_in_picture: self.changed_in_picture & agree,
+            picture_rivals: None,
+        }
     }
 
     /// Squares whose confident reading contradicts `board`, with what was
@@ -727,8 +757,14 @@ pub fn squares_changed<'a>(
 /// The squares' confident disagreements with `board` that are news: not
 /// those on a square `board` leaves as it was `before` whose picture has
 /// not changed since the position before was last seen
-/// ([`BoardObs::unchanged`]): it read the same then, and that position was
-/// taken with it. Seed-11 vinyl/angled (game seed 15, ply 42): with the
+/// ([`BoardObs::unchanged`]) and that reads as it did then
+/// ([`BoardObs::reads_as_before`]): that position was taken with the same
+/// reading. A reading that changed on a picture that barely did is news
+/// (seed-51 wooden/low, game seed 57, ply 19: the queen put down at the
+/// edge of d6 for `Qxd7+` was committed as `Qd6`; pushed onto d7 once the
+/// pawn was carried off, she changed d6's picture too little to count,
+/// d6 read empty, d7 White, and the board passed for the position after
+/// `Qd6`, with d7 excused as a colour misread). Seed-11 vinyl/angled (game seed 15, ply 42): with the
 /// black king on e6 in front of the e7 pawn, e7 read empty and f7 and e8
 /// White, on pictures unchanged since `Bxa3` was committed; the squares
 /// and the picture both chose `...Ne5` (posterior 0.990, change cost 0.038
@@ -745,7 +781,9 @@ fn news(obs: &BoardObs, before: &Board, board: &Board) -> Vec<Disagreement> {
     let unchanged = obs.unchanged_since(before);
     let mut disagreeing = obs.disagreements(board);
     disagreeing.retain(|d| {
-        !(unchanged.contains(d.square) && board.piece_at(d.square) == before.piece_at(d.square))
+        !(unchanged.contains(d.square)
+            && obs.reads_as_before.contains(d.square)
+            && board.piece_at(d.square) == before.piece_at(d.square))
     });
     disagreeing
 }

@@ -285,7 +285,10 @@ impl Tracker {
         if t_ms.saturating_sub(at) > AMEND_WINDOW_MS {
             return None;
         }
-        let Verdict::Move { mv: now, .. } = score(&before, obs).verdict else {
+        // The squares neither move changes read as on the frame of the
+        // committed one, where their misreads were excused.
+        let obs = obs.rebased(self.pos.board(), before.board());
+        let Verdict::Move { mv: now, .. } = score(&before, &obs).verdict else {
             return None;
         };
         if now == was || now.from() != was.from() || now.role() != was.role() {
