@@ -7,7 +7,9 @@ use chessbot::recognition::scoring::{
     board_after, by_look, orders_to, resync, resync_boards, score, BoardObs, ChangeFit, LookChange,
     Occupant, SquareObs, Verdict,
 };
-use chessbot::recognition::tracker::{TrackEvent, Tracker, TrackerConfig, MAX_VISITS_PER_PLY};
+use chessbot::recognition::tracker::{
+    RimMotion, TrackEvent, Tracker, TrackerConfig, MAX_VISITS_PER_PLY,
+};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use shakmaty::{Bitboard, Chess, Move, Position, Square};
@@ -1788,6 +1790,62 @@ fn a_resync_keeps_the_turn_the_frames_show() {
 }
 
 #[test]
+fn a_resync_leaves_to_move_the_side_the_last_hand_did_not_come_from() {
+    // As above: `h4 e5` and `h3 e5 h4` reach the same board. The hands
+    // were seen crossing the board's rim, each from its player's side.
+    // Seed-51 wooden/low (game seed 57, ply 23): `...Rg8 Rxc7` was played,
+    // the frames on the way fitted `...Rf8 Rxc7 Rg8` better by 166 nats,
+    // and that line, leaving White to move, was resynced.
+    use shakmaty::Color::{Black, White};
+    let start = after(&Chess::default(), "e4 g5");
+    let middle = after(&start, "h3 e5");
+    let mut misread = obs_of(&middle);
+    misread.set(Square::H2, SquareObs::certain(Occupant::White));
+    misread.set(Square::F6, SquareObs::certain(Occupant::White));
+    let end = after(&middle, "h4");
+    // An arm across one player's edge of the rim.
+    let crossed = |c: shakmaty::Color| RimMotion {
+        players: [c == White, c == Black],
+        ..RimMotion::default()
+    };
+    let run = |middle_frames: usize, last_hand: shakmaty::Color| {
+        let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+        let mut t = 0;
+        tr.set_rim_motion(crossed(White));
+        let mut ev = feed(&mut tr, &mut t, &obs_of(&start), 10, true);
+        tr.set_rim_motion(RimMotion::default());
+        ev.extend(feed(&mut tr, &mut t, &misread, middle_frames, false));
+        tr.set_rim_motion(crossed(last_hand));
+        ev.extend(feed(&mut tr, &mut t, &obs_of(&start), 10, true));
+        tr.set_rim_motion(RimMotion::default());
+        ev.extend(feed(&mut tr, &mut t, &obs_of(&end), 30, false));
+        let lines: Vec<Vec<String>> = ev
+            .iter()
+            .filter_map(|e| match e {
+                TrackEvent::Resynced { moves, .. } => Some(uci_line(moves)),
+                _ => None,
+            })
+            .collect();
+        (lines, tr.position().turn())
+    };
+    // The frames in between show h3, but the last hand was Black's.
+    assert_eq!(
+        run(60, Black),
+        (vec![vec!["h2h4".to_string(), "e7e5".into()]], White)
+    );
+    // Nothing seen in between, the last hand White's.
+    assert_eq!(
+        run(0, White),
+        (
+            vec![vec!["h2h3".to_string(), "e7e5".into(), "h3h4".into()]],
+            Black
+        )
+    );
+    // The frames showing h3 and the last hand White's agree.
+    assert_eq!(run(60, White).0[0].len(), 3);
+}
+
+#[test]
 fn a_resync_takes_no_detour_that_only_busy_frames_show() {
     // Seed-51 printed/low in small: `Qh5 Qf6` is played while the frames
     // in between, under hands and misreads, show Black's queen on e7.
@@ -1829,13 +1887,16 @@ fn no_lost_track_line_is_searched_while_an_arm_crosses_the_board_edge() {
     let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
     let mut t = 0;
     assert!(feed(&mut tr, &mut t, &obs_of(&start), 10, true).is_empty());
-    tr.set_hand_at_edge(true);
+    tr.set_rim_motion(RimMotion {
+        lateral: true,
+        ..RimMotion::default()
+    });
     let ev = feed(&mut tr, &mut t, &obs_of(&two), 12, false);
     assert!(
         !ev.iter().any(|e| matches!(e, TrackEvent::Resynced { .. })),
         "{ev:?}"
     );
-    tr.set_hand_at_edge(false);
+    tr.set_rim_motion(RimMotion::default());
     let ev = feed(&mut tr, &mut t, &obs_of(&two), 2, false);
     assert!(
         matches!(ev.as_slice(), [TrackEvent::Resynced { moves, .. }] if moves.len() == 2),

@@ -186,8 +186,62 @@ pub struct Tracker {
     /// counted before that hand: the reply may be on the board with it
     /// ([`held_and_reply`]).
     held: Option<(Move, usize)>,
-    /// Something moves across the board's rim ([`Tracker::set_hand_at_edge`]).
+    /// Something moves across the board's rim ([`Tracker::set_rim_motion`]).
     hand_at_edge: bool,
+    /// The player's side the hand of the latest visit (a run of frames
+    /// busy or with rim motion) came from, where its crossing of the rim
+    /// tells ([`RimMotion`]): the colour of the last move made.
+    hand_side: Option<Color>,
+    /// The players whose hand some frame of the latest visit showed
+    /// ([`RimMotion::side`]; White, Black).
+    visit_sides: [bool; 2],
+    /// The last frame was busy or had rim motion.
+    was_visiting: bool,
+    /// The rim motion of the frame about to be pushed.
+    rim: RimMotion,
+}
+
+/// What moved across the board's rim on a frame
+/// (`vision::motion::rim_edges_differ`), as the watcher tells the tracker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RimMotion {
+    /// Whether something moved across each player's edge (White's, the
+    /// first rank's; Black's).
+    pub players: [bool; 2],
+    /// Across the files' edges (a1-a8, h1-h8).
+    pub lateral: bool,
+    /// The player sitting nearer the camera, where the camera stands
+    /// beyond one player's edge. That player's arm crosses the near rim in
+    /// the picture on its way in or out; lifted over the board it can
+    /// also cover the far rim, while a far hand reaching near stays above
+    /// the near rim.
+    pub near: Option<Color>,
+}
+
+impl RimMotion {
+    pub fn moving(self) -> bool {
+        self.lateral || self.players.iter().any(|m| *m)
+    }
+
+    /// Whose hand this frame's motion shows: the near player's where
+    /// their edge moved; else the one player's edge that moved, with
+    /// nothing across the files' edges. A hand carrying a captured piece
+    /// to the side of the board, lifted, covers the far rim in the
+    /// picture from either side (standard bench, printed/angled, game
+    /// seed 6: White's hand taking the c5 pawn off to the a-file's side
+    /// moved the far rim and the a-file's for 1.6 s, the near rim not).
+    pub fn side(self) -> Option<Color> {
+        let moved = |c: Color| self.players[usize::from(c == Color::Black)];
+        match self.near {
+            Some(n) if moved(n) => Some(n),
+            _ if self.lateral => None,
+            _ => match self.players {
+                [true, false] => Some(Color::White),
+                [false, true] => Some(Color::Black),
+                _ => None,
+            },
+        }
+    }
 }
 
 /// How long after a committed move the same piece may still be seen going
@@ -247,6 +301,10 @@ impl Tracker {
             arrival_held: None,
             held: None,
             hand_at_edge: false,
+            hand_side: None,
+            visit_sides: [false; 2],
+            was_visiting: false,
+            rim: RimMotion::default(),
         }
     }
 
@@ -353,6 +411,19 @@ impl Tracker {
             self.history.push_back(obs.clone());
         }
         let busy = busy || obs.any_occluded();
+        let visiting = busy || self.rim.moving();
+        if visiting && !self.was_visiting {
+            self.visit_sides = [false; 2];
+        }
+        if let Some(c) = self.rim.side() {
+            self.visit_sides[usize::from(c == Color::Black)] = true;
+        }
+        self.hand_side = match self.visit_sides {
+            [true, false] => Some(Color::White),
+            [false, true] => Some(Color::Black),
+            _ => None,
+        };
+        self.was_visiting = visiting;
         if busy && !self.was_busy {
             self.hand_visits += 1;
             if let Some(mv) = self.arrival_held.take() {
@@ -560,8 +631,24 @@ impl Tracker {
     /// squares may read the hand as pieces); moves are decided as ever (at
     /// low views hands withdrawing behind the board cross the far rim long
     /// after they let go).
-    pub fn set_hand_at_edge(&mut self, moving: bool) {
-        self.hand_at_edge = moving;
+    ///
+    /// The current visit (a run of frames busy or with rim motion; `push`
+    /// tells busy) was one player's hand ([`Tracker::hand_side`]) where
+    /// its frames show that player's and never the other's
+    /// ([`RimMotion::side`]); a quick reply's hand come in as the other
+    /// withdraws, or a near hand lifted over the far rim, leave it
+    /// unknown. A new visit forgets the last one's, so a hand whose
+    /// crossing was not seen leaves the side unknown, never the previous
+    /// hand's.
+    pub fn set_rim_motion(&mut self, rim: RimMotion) {
+        self.hand_at_edge = rim.moving();
+        self.rim = rim;
+    }
+
+    /// The player's side the latest hand came from, where seen
+    /// ([`Tracker::set_rim_motion`]).
+    pub fn hand_side(&self) -> Option<Color> {
+        self.hand_side
     }
 
     /// The move held on arrival (its piece read the other colour, or
@@ -598,6 +685,14 @@ impl Tracker {
     /// seed 59, ply 20): `Qxc8+ Qd8` was played while a hand and misreads
     /// showed queens on c7 and a5 on the frames between, and
     /// `Qc7 Qa5 Qxc8+ Qd8` was resynced: two moves never made.
+    ///
+    /// Where the last hand's side is known ([`Tracker::hand_side`]), the
+    /// shortest lines whose last move is that side's are taken instead,
+    /// the frames picking among them: misread frames can fit a line of
+    /// another length by far more than the margin (seed 51, wooden/low,
+    /// game seed 57, ply 23: `...Rf8 Rxc7 Rg8` beat the `...Rg8 Rxc7`
+    /// played by 166 nats), while the hand that made the last move came
+    /// from its player's side.
     fn best_order(&self, first: Vec<Move>, others: &[Vec<Move>]) -> Vec<Move> {
         let fit = |line: &Vec<Move>| -> f64 {
             let mut boards = vec![self.pos.board().clone()];
@@ -617,6 +712,41 @@ impl Tracker {
                 .sum()
         };
         let n = first.len();
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            for line in std::iter::once(&first).chain(others) {
+                let uci: Vec<String> = line
+                    .iter()
+                    .map(|m| m.to_uci(shakmaty::CastlingMode::Standard).to_string())
+                    .collect();
+                let still: f64 = self.history.len() as f64;
+                tracing::debug!(line = ?uci, fit = fit(line), frames = still, "resync order");
+            }
+        }
+        // The hand last seen came from the side of the last move made.
+        if let Some(side) = self.hand_side {
+            let last_mover = |line: &Vec<Move>| {
+                if line.len() % 2 == 1 {
+                    self.pos.turn()
+                } else {
+                    !self.pos.turn()
+                }
+            };
+            let told: Vec<&Vec<Move>> = std::iter::once(&first)
+                .chain(others)
+                .filter(|l| last_mover(l) == side)
+                .collect();
+            if let Some(n) = told.iter().map(|l| l.len()).min() {
+                return told
+                    .into_iter()
+                    .filter(|l| l.len() == n)
+                    .map(|l| (fit(l), l))
+                    .fold(None::<(f64, &Vec<Move>)>, |best, c| match best {
+                        Some(b) if b.0 >= c.0 => Some(b),
+                        _ => Some(c),
+                    })
+                    .map_or(first.clone(), |(_, l)| l.clone());
+            }
+        }
         let mut best = (fit(&first), first);
         for line in others.iter().filter(|l| l.len() == n) {
             let f = fit(line);

@@ -15,7 +15,7 @@
 use shakmaty::{Bitboard, Board, Chess, Move, Position, Square};
 
 use super::scoring::{BoardObs, ChangeFit, Occupant, SquareObs};
-use super::tracker::{TrackEvent, Tracker, TrackerConfig};
+use super::tracker::{RimMotion, TrackEvent, Tracker, TrackerConfig};
 use super::RecognitionError;
 use crate::vision::image::RgbImage;
 use crate::vision::locate::BoardLocation;
@@ -270,6 +270,12 @@ impl BoardWatcher {
     }
 
     /// The position the watcher believes is on the board.
+    /// The player's side the latest hand came from, where seen
+    /// ([`Tracker::hand_side`]).
+    pub fn hand_side(&self) -> Option<shakmaty::Color> {
+        self.tracker.hand_side()
+    }
+
     pub fn position(&self) -> &Chess {
         self.tracker.position()
     }
@@ -363,6 +369,7 @@ impl BoardWatcher {
         }
         let loc = self.location.as_ref().unwrap_or(&read.location);
         let sig = motion::signature(image, loc);
+        let camera = crate::vision::viewpoint::estimate(loc).map(|v| [v.centre[0], v.centre[1]]);
         let mut cells = [false; 64];
         // Motion across the board's rim, against the previous and the
         // look-back frames: an arm sweeping slowly over the edge while its
@@ -372,9 +379,15 @@ impl BoardWatcher {
         // a-file's edge, read as pieces there on frames called still, and
         // a wrong line was resynced). It holds the tracker's lost-track
         // search only ([`Tracker::set_hand_at_edge`]).
-        let mut rim_moved = false;
+        let mut rim_edges = [false; 4];
         for old in &self.recent {
-            rim_moved |= motion::rim_differs(old, &sig, self.cfg.cover_fraction);
+            for (e, d) in rim_edges.iter_mut().zip(motion::rim_edges_differ(
+                old,
+                &sig,
+                self.cfg.cover_fraction,
+            )) {
+                *e |= d;
+            }
             for (c, d) in
                 cells
                     .iter_mut()
@@ -425,7 +438,11 @@ impl BoardWatcher {
         if !busy {
             self.compare_with_reference(image, &read, &mut obs);
         }
-        self.tracker.set_hand_at_edge(rim_moved);
+        let rm = rim_motion(rim_edges, read.orientation.white_at, camera);
+        if rm.moving() {
+            tracing::debug!(t_ms, edges = ?rim_edges, camera = ?camera, side = ?rm.side(), busy, "rim motion");
+        }
+        self.tracker.set_rim_motion(rm);
         let event = self.tracker.push(t_ms, &obs, busy);
         // The frame a decision was made on shows the position now believed
         // (misreads and all, at low views often never "nothing changed"
@@ -934,6 +951,38 @@ pub fn shadow_map(location: &BoardLocation, side: Side) -> Option<[Bitboard; 64]
 
 /// The observations of a reading with the covered squares marked, and
 /// each square's shadows from the pose the reading's location gives.
+/// What moved across the board's rim, by grid edge (y = 0, x = 8, y = 8,
+/// x = 0; `vision::motion::rim_edges_differ`), told by player's edge, with
+/// White at `white_at` and the camera's foot on the board plane at
+/// `camera` (grid coordinates) where known: the player nearer the camera
+/// is the one whose edge the camera stands beyond.
+pub fn rim_motion(edges: [bool; 4], white_at: Side, camera: Option<[f64; 2]>) -> RimMotion {
+    // A cell beside each edge, and how far beyond the edge the camera is.
+    let beside = [(3, 0), (7, 3), (3, 7), (0, 3)];
+    let beyond = |e: usize, c: [f64; 2]| match e {
+        0 => -c[1],
+        1 => c[0] - 8.0,
+        2 => c[1] - 8.0,
+        _ => -c[0],
+    };
+    let mut rim = RimMotion::default();
+    for (e, &(c, r)) in beside.iter().enumerate() {
+        let colour = match white_at.square_of_cell(c, r) / 8 {
+            0 => shakmaty::Color::White,
+            7 => shakmaty::Color::Black,
+            _ => {
+                rim.lateral |= edges[e];
+                continue;
+            }
+        };
+        rim.players[usize::from(colour == shakmaty::Color::Black)] |= edges[e];
+        if camera.is_some_and(|cam| beyond(e, cam) > 0.0) {
+            rim.near = Some(colour);
+        }
+    }
+    rim
+}
+
 pub fn board_obs(read: &FrameReading, occluded: &[bool; 64]) -> BoardObs {
     let shadows = shadow_map(&read.location, read.orientation.white_at);
     board_obs_shadowed(read, occluded, shadows.as_ref())
@@ -980,6 +1029,47 @@ fn same_board(a: &BoardLocation, b: &BoardLocation) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_rim_is_told_by_players_edges_and_the_near_player() {
+        use shakmaty::Color::{Black, White};
+        let edges = |e: &[usize]| {
+            let mut m = [false; 4];
+            for &i in e {
+                m[i] = true;
+            }
+            m
+        };
+        // White at the bottom of the picture: grid edge y = 8 is White's,
+        // y = 0 Black's; the camera stands beyond White's edge.
+        let low = Some([4.0, 14.0]);
+        let r = rim_motion(edges(&[0, 3]), Side::Bottom, low);
+        assert_eq!(
+            (r.players, r.lateral, r.near),
+            ([false, true], true, Some(White))
+        );
+        let r = rim_motion(edges(&[2]), Side::Bottom, Some([4.0, 4.5]));
+        assert_eq!((r.players, r.lateral, r.near), ([true, false], false, None));
+        assert_eq!(rim_motion(edges(&[0, 2]), Side::Bottom, None).near, None);
+        assert!(!rim_motion(edges(&[]), Side::Bottom, low).moving());
+        // Whose hand: the near player's where their edge moved, else the
+        // one player's edge with nothing across the files' edges.
+        let side = |e: &[usize], cam| rim_motion(edges(e), Side::Bottom, cam).side();
+        assert_eq!(side(&[0, 2], low), Some(White));
+        assert_eq!(side(&[2, 3], low), Some(White));
+        assert_eq!(side(&[0], low), Some(Black));
+        assert_eq!(side(&[0, 3], low), None);
+        let overhead = Some([4.0, 4.5]);
+        assert_eq!(side(&[2], overhead), Some(White));
+        assert_eq!(side(&[0, 2], overhead), None);
+        assert_eq!(side(&[1], overhead), None);
+        // White on the left (grid x = 0), the camera beyond Black's edge.
+        let r = rim_motion(edges(&[0, 3]), Side::Left, Some([12.0, 4.0]));
+        assert_eq!(
+            (r.players, r.lateral, r.near),
+            ([true, false], true, Some(Black))
+        );
+    }
 
     fn loc(dx: f64) -> BoardLocation {
         BoardLocation::from_corners(

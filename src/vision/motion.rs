@@ -146,10 +146,18 @@ pub fn signature(img: &RgbImage, loc: &BoardLocation) -> Signature {
 /// Whether some rim cell differs between two signatures (by more than
 /// `fraction` of its samples): something moved across the board's edge.
 pub fn rim_differs(a: &Signature, b: &Signature, fraction: f32) -> bool {
-    a.rim
-        .iter()
-        .zip(&b.rim)
-        .any(|(x, y)| differ(x, y, fraction))
+    rim_edges_differ(a, b, fraction).iter().any(|d| *d)
+}
+
+/// By edge of the grid (y = 0, x = 8, y = 8, x = 0: the order of
+/// [`Signature`]'s rim), whether some rim cell along it differs between
+/// two signatures: which edges something moved across.
+pub fn rim_edges_differ(a: &Signature, b: &Signature, fraction: f32) -> [bool; 4] {
+    let mut edges = [false; 4];
+    for (i, (x, y)) in a.rim.iter().zip(&b.rim).enumerate() {
+        edges[(i / 8).min(3)] |= differ(x, y, fraction);
+    }
+    edges
 }
 
 /// How many samples of two sample sets differ (by more than `PIXEL_DIFF`).
@@ -383,6 +391,8 @@ mod tests {
         let (a, b) = (signature(&frame(100), &loc), signature(&frame(106), &loc));
         assert!(!differing_cells(&a, &b, f).iter().any(|d| *d));
         assert!(rim_differs(&a, &b, f) && !rim_differs(&a, &a, f));
+        // Across the edge it came over (x = 0) only.
+        assert_eq!(rim_edges_differ(&a, &b, f), [false, false, false, true]);
         let mut det = MotionDetector::new(f, 3);
         for _ in 0..5 {
             det.update(a.clone());
