@@ -188,12 +188,10 @@ pub struct Tracker {
     held: Option<(Move, usize)>,
     /// Something moves across the board's rim ([`Tracker::set_rim_motion`]).
     hand_at_edge: bool,
-    /// The player's side the hand of the latest visit (a run of frames
-    /// busy or with rim motion) came from, where its crossing of the rim
-    /// tells ([`RimMotion`]): the colour of the last move made.
-    hand_side: Option<Color>,
-    /// The players whose hand some frame of the latest visit showed
-    /// ([`RimMotion::side`]; White, Black).
+    /// The players whose hand some frame of the latest visit (a run of
+    /// frames busy or with rim motion) showed ([`RimMotion::side`]; White,
+    /// Black): one alone is the colour of the last move made
+    /// ([`Tracker::hand_side`]).
     visit_sides: [bool; 2],
     /// The last frame was busy or had rim motion.
     was_visiting: bool,
@@ -301,7 +299,6 @@ impl Tracker {
             arrival_held: None,
             held: None,
             hand_at_edge: false,
-            hand_side: None,
             visit_sides: [false; 2],
             was_visiting: false,
             rim: RimMotion::default(),
@@ -418,11 +415,6 @@ impl Tracker {
         if let Some(c) = self.rim.side() {
             self.visit_sides[usize::from(c == Color::Black)] = true;
         }
-        self.hand_side = match self.visit_sides {
-            [true, false] => Some(Color::White),
-            [false, true] => Some(Color::Black),
-            _ => None,
-        };
         self.was_visiting = visiting;
         if busy && !self.was_busy {
             self.hand_visits += 1;
@@ -648,7 +640,11 @@ impl Tracker {
     /// The player's side the latest hand came from, where seen
     /// ([`Tracker::set_rim_motion`]).
     pub fn hand_side(&self) -> Option<Color> {
-        self.hand_side
+        match self.visit_sides {
+            [true, false] => Some(Color::White),
+            [false, true] => Some(Color::Black),
+            _ => None,
+        }
     }
 
     /// The move held on arrival (its piece read the other colour, or
@@ -718,12 +714,12 @@ impl Tracker {
                     .iter()
                     .map(|m| m.to_uci(shakmaty::CastlingMode::Standard).to_string())
                     .collect();
-                let still: f64 = self.history.len() as f64;
-                tracing::debug!(line = ?uci, fit = fit(line), frames = still, "resync order");
+                let frames = self.history.len();
+                tracing::debug!(line = ?uci, fit = fit(line), frames, "resync order");
             }
         }
         // The hand last seen came from the side of the last move made.
-        if let Some(side) = self.hand_side {
+        if let Some(side) = self.hand_side() {
             let last_mover = |line: &Vec<Move>| {
                 if line.len() % 2 == 1 {
                     self.pos.turn()
@@ -740,10 +736,8 @@ impl Tracker {
                     .into_iter()
                     .filter(|l| l.len() == n)
                     .map(|l| (fit(l), l))
-                    .fold(None::<(f64, &Vec<Move>)>, |best, c| match best {
-                        Some(b) if b.0 >= c.0 => Some(b),
-                        _ => Some(c),
-                    })
+                    // The first of the best: `min_by` keeps the first of equals.
+                    .min_by(|a, b| b.0.total_cmp(&a.0))
                     .map_or(first.clone(), |(_, l)| l.clone());
             }
         }

@@ -269,13 +269,13 @@ impl BoardWatcher {
         }
     }
 
-    /// The position the watcher believes is on the board.
     /// The player's side the latest hand came from, where seen
     /// ([`Tracker::hand_side`]).
     pub fn hand_side(&self) -> Option<shakmaty::Color> {
         self.tracker.hand_side()
     }
 
+    /// The position the watcher believes is on the board.
     pub fn position(&self) -> &Chess {
         self.tracker.position()
     }
@@ -378,7 +378,8 @@ impl BoardWatcher {
         // captured bishop off a6 over a7 and a8, its arm across the
         // a-file's edge, read as pieces there on frames called still, and
         // a wrong line was resynced). It holds the tracker's lost-track
-        // search only ([`Tracker::set_hand_at_edge`]).
+        // search only, and tells whose hand it was
+        // ([`Tracker::set_rim_motion`]).
         let mut rim_edges = [false; 4];
         for old in &self.recent {
             for (e, d) in rim_edges.iter_mut().zip(motion::rim_edges_differ(
@@ -949,8 +950,6 @@ pub fn shadow_map(location: &BoardLocation, side: Side) -> Option<[Bitboard; 64]
     Some(out)
 }
 
-/// The observations of a reading with the covered squares marked, and
-/// each square's shadows from the pose the reading's location gives.
 /// What moved across the board's rim, by grid edge (y = 0, x = 8, y = 8,
 /// x = 0; `vision::motion::rim_edges_differ`), told by player's edge, with
 /// White at `white_at` and the camera's foot on the board plane at
@@ -983,6 +982,8 @@ pub fn rim_motion(edges: [bool; 4], white_at: Side, camera: Option<[f64; 2]>) ->
     rim
 }
 
+/// The observations of a reading with the covered squares marked, and
+/// each square's shadows from the pose the reading's location gives.
 pub fn board_obs(read: &FrameReading, occluded: &[bool; 64]) -> BoardObs {
     let shadows = shadow_map(&read.location, read.orientation.white_at);
     board_obs_shadowed(read, occluded, shadows.as_ref())
