@@ -1737,18 +1737,26 @@ fn against_the_robot_a_lost_track_holds_no_move_the_robot_did_not_make() {
     );
 }
 
-#[test]
-fn a_resync_keeps_the_turn_the_frames_show() {
-    // Seed-31 wooden/low game in small: after 1. e4 g5 White plays h3 and
-    // Black e5, read with phantoms on h2 and f6 (unexplained, nothing
-    // resynced); then White plays h4. `h4 e5` reaches the same board as
-    // `h3 e5 h4` with White to move; the frames in between showed h3.
+/// After 1. e4 g5: the position, the board after `h3 e5` read with
+/// phantoms on h2 and f6 (no move explains it), and the position after
+/// `h3 e5 h4` (the board `h4 e5` reaches too).
+fn h3_e5_h4_scene() -> (Chess, BoardObs, Chess) {
     let start = after(&Chess::default(), "e4 g5");
     let middle = after(&start, "h3 e5");
     let mut misread = obs_of(&middle);
     misread.set(Square::H2, SquareObs::certain(Occupant::White));
     misread.set(Square::F6, SquareObs::certain(Occupant::White));
     let end = after(&middle, "h4");
+    (start, misread, end)
+}
+
+#[test]
+fn a_resync_keeps_the_turn_the_frames_show() {
+    // Seed-31 wooden/low game in small: after 1. e4 g5 White plays h3 and
+    // Black e5, read with phantoms on h2 and f6 (unexplained, nothing
+    // resynced); then White plays h4. `h4 e5` reaches the same board as
+    // `h3 e5 h4` with White to move; the frames in between showed h3.
+    let (start, misread, end) = h3_e5_h4_scene();
     // In the game h2 still read White after the pawn left (so the
     // lost-track search, which moves pieces off squares whose reading
     // changed, never tried `h3`): the other orders to the board it finds
@@ -1797,12 +1805,7 @@ fn a_resync_leaves_to_move_the_side_the_last_hand_did_not_come_from() {
     // the frames on the way fitted `...Rf8 Rxc7 Rg8` better by 166 nats,
     // and that line, leaving White to move, was resynced.
     use shakmaty::Color::{Black, White};
-    let start = after(&Chess::default(), "e4 g5");
-    let middle = after(&start, "h3 e5");
-    let mut misread = obs_of(&middle);
-    misread.set(Square::H2, SquareObs::certain(Occupant::White));
-    misread.set(Square::F6, SquareObs::certain(Occupant::White));
-    let end = after(&middle, "h4");
+    let (start, misread, end) = h3_e5_h4_scene();
     // An arm across one player's edge of the rim.
     let crossed = |c: shakmaty::Color| RimMotion {
         players: [c == White, c == Black],
