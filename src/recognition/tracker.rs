@@ -186,8 +186,6 @@ pub struct Tracker {
     /// counted before that hand: the reply may be on the board with it
     /// ([`held_and_reply`]).
     held: Option<(Move, usize)>,
-    /// Something moves across the board's rim ([`Tracker::set_rim_motion`]).
-    hand_at_edge: bool,
     /// The players whose hand some frame of the latest visit (a run of
     /// frames busy or with rim motion) showed ([`RimMotion::side`]; White,
     /// Black): one alone is the colour of the last move made
@@ -195,7 +193,8 @@ pub struct Tracker {
     visit_sides: [bool; 2],
     /// The last frame was busy or had rim motion.
     was_visiting: bool,
-    /// The rim motion of the frame about to be pushed.
+    /// The rim motion of the frame about to be pushed
+    /// ([`Tracker::set_rim_motion`]).
     rim: RimMotion,
 }
 
@@ -298,7 +297,6 @@ impl Tracker {
             was_busy: false,
             arrival_held: None,
             held: None,
-            hand_at_edge: false,
             visit_sides: [false; 2],
             was_visiting: false,
             rim: RimMotion::default(),
@@ -545,7 +543,7 @@ impl Tracker {
                 let plies = self.resync_plies();
                 let searchable = plies > 0
                     && self.hand_visits <= MAX_VISITS_PER_PLY * plies
-                    && !self.hand_at_edge;
+                    && !self.rim.moving();
                 if self.resync_tried.as_ref() != Some(&disagreeing)
                     && (stable_ms >= self.cfg.settle_ms || due)
                     && searchable
@@ -633,7 +631,6 @@ impl Tracker {
     /// crossing was not seen leaves the side unknown, never the previous
     /// hand's.
     pub fn set_rim_motion(&mut self, rim: RimMotion) {
-        self.hand_at_edge = rim.moving();
         self.rim = rim;
     }
 
