@@ -71,7 +71,9 @@ pub fn moves_to_occupancy(
             VisionOccupant::Black => super::scoring::Occupant::Black,
         })
     }));
-    let r = super::scoring::resync(pos, &obs, max_plies)?;
+    // One photo cannot choose among boards that differ only in which
+    // piece stands where.
+    let r = super::scoring::resync(pos, &obs, max_plies).filter(|r| !r.tied())?;
     let mut end = pos.clone();
     for m in &r.moves {
         end.play_unchecked(*m);

