@@ -37,6 +37,17 @@ fn uci_line(moves: &[Move]) -> Vec<String> {
     moves.iter().map(|m| uci_of(*m)).collect()
 }
 
+/// The lines of every resync among `events`, in UCI.
+fn resynced_lines(events: &[TrackEvent]) -> Vec<Vec<String>> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            TrackEvent::Resynced { moves, .. } => Some(uci_line(moves)),
+            _ => None,
+        })
+        .collect()
+}
+
 fn obs_of(pos: &Chess) -> BoardObs {
     BoardObs::of_board(pos.board())
 }
@@ -1813,13 +1824,7 @@ fn a_resync_leaves_to_move_the_side_the_last_hand_did_not_come_from() {
         ev.extend(feed(&mut tr, &mut t, &obs_of(&start), 10, true));
         tr.set_rim_motion(RimMotion::default());
         ev.extend(feed(&mut tr, &mut t, &obs_of(&end), 30, false));
-        let lines: Vec<Vec<String>> = ev
-            .iter()
-            .filter_map(|e| match e {
-                TrackEvent::Resynced { moves, .. } => Some(uci_line(moves)),
-                _ => None,
-            })
-            .collect();
+        let lines = resynced_lines(&ev);
         (lines, tr.position().turn())
     };
     // The frames in between show h3, but the last hand was Black's.
@@ -1906,13 +1911,7 @@ fn the_frames_on_the_way_tell_which_piece_a_resync_left_on_a_square() {
             ev.extend(feed(&mut tr, &mut t, &obs_of(&p), frames, true));
         }
         ev.extend(feed(&mut tr, &mut t, &obs_of(&end), 60, false));
-        let lines: Vec<Vec<String>> = ev
-            .iter()
-            .filter_map(|e| match e {
-                TrackEvent::Resynced { moves, .. } => Some(uci_line(moves)),
-                _ => None,
-            })
-            .collect();
+        let lines = resynced_lines(&ev);
         (lines, tr.position().board().clone(), ev)
     };
     let (lines, board, _) = run("Ra6 Bxa6", 20);
