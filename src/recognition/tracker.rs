@@ -696,12 +696,22 @@ impl Tracker {
     /// explain the frames since the last decision: each frame's
     /// log-likelihood under the board that fits it best, summed.
     fn history_fit(&self, line: &[Move]) -> f64 {
+        self.boards_fit(&self.line_boards(line))
+    }
+
+    /// The position's board and the board after each move of `line`.
+    fn line_boards(&self, line: &[Move]) -> Vec<Board> {
         let mut boards = vec![self.pos.board().clone()];
         let mut p = self.pos.clone();
         for m in line {
             p.play_unchecked(*m);
             boards.push(p.board().clone());
         }
+        boards
+    }
+
+    /// [`Tracker::history_fit`] of a line given as its boards.
+    fn boards_fit(&self, boards: &[Board]) -> f64 {
         self.history
             .iter()
             .map(|o| {
@@ -733,19 +743,13 @@ impl Tracker {
         if r.rivals.is_empty() {
             return Some(line);
         }
-        let end = |l: &[Move]| {
-            let mut p = self.pos.clone();
-            for m in l {
-                p.play_unchecked(*m);
-            }
-            p.board().clone()
-        };
-        let chosen_end = end(&line);
-        let fit = self.history_fit(&line);
+        let chosen = self.line_boards(&line);
+        let fit = self.boards_fit(&chosen);
         let rival_fit = std::iter::once(&first)
             .chain(&lines)
-            .filter(|l| end(l) != chosen_end)
-            .map(|l| self.history_fit(l))
+            .map(|l| self.line_boards(l))
+            .filter(|boards| boards.last() != chosen.last())
+            .map(|boards| self.boards_fit(&boards))
             .fold(f64::NEG_INFINITY, f64::max);
         tracing::debug!(fit, rival_fit, "resync among boards the squares tie");
         (fit >= rival_fit + PIECE_TIE_MARGIN).then_some(line)
