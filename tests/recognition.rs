@@ -1194,6 +1194,58 @@ fn an_amendment_keeps_excusing_the_misreads_the_committed_move_was_read_with() {
 }
 
 #[test]
+fn a_move_whose_own_square_reads_otherwise_on_a_barely_changed_picture_is_amended() {
+    // Seed-51 wooden/low, game seed 57, ply 19: the capturing piece put
+    // down at the edge of its square was committed as the shorter move;
+    // pushed on, it changed the pictures of both squares too little to
+    // count, so the misreads of the position after the short move
+    // passed as old ones and the board read as "nothing changed".
+    let start = position_from_fen("k6r/8/8/8/8/7N/8/K7 b - - 0 1").unwrap();
+    let rh4 = after(&start, "Rh4");
+    let frame = |pos: &Chess, reference: &Chess, changed: Bitboard, reread: Bitboard| {
+        let mut o = obs_of(pos);
+        o.changed = changed;
+        o.unchanged = !changed;
+        o.reference_occupied = Some(reference.board().occupied());
+        o.reads_as_before = !reread;
+        o
+    };
+    let h8h4 = Bitboard::from(Square::H8) | Square::H4;
+    let half = frame(&rh4, &start, h8h4, h8h4);
+    let run = |reread: Bitboard| {
+        let done = frame(&after(&start, "Rxh3"), &rh4, Bitboard::EMPTY, reread);
+        let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+        let mut t = 0;
+        let mut ev = feed(&mut tr, &mut t, &half, 5, true);
+        ev.extend(feed(&mut tr, &mut t, &half, 15, false));
+        ev.extend(feed(&mut tr, &mut t, &done, 5, true));
+        ev.extend(feed(&mut tr, &mut t, &done, 30, false));
+        (ev, tr.position().clone())
+    };
+    let h4h3 = Bitboard::from(Square::H4) | Square::H3;
+    // The squares alone take the finished capture for no change.
+    let done = frame(&after(&start, "Rxh3"), &rh4, Bitboard::EMPTY, h4h3);
+    assert!(
+        matches!(score(&rh4, &done).verdict, Verdict::NoChange { .. }),
+        "{:?}",
+        score(&rh4, &done).verdict
+    );
+    let (ev, pos) = run(h4h3);
+    match ev.as_slice() {
+        [TrackEvent::Move { mv, .. }, TrackEvent::Amended { now, .. }] => {
+            assert_eq!((uci_of(*mv), uci_of(*now)), ("h8h4".into(), "h8h3".into()));
+        }
+        e => panic!("{e:?}"),
+    }
+    assert_eq!(pos.board(), after(&start, "Rxh3").board());
+    // Read so already on the frame the move was committed on (an old
+    // misread, not the piece going on), it is no reason to amend.
+    let (ev, pos) = run(Bitboard::EMPTY);
+    assert!(matches!(ev.as_slice(), [TrackEvent::Move { .. }]), "{ev:?}");
+    assert_eq!(pos.board(), rh4.board());
+}
+
+#[test]
 fn a_still_picture_is_one_ply_until_something_moves() {
     let start = Chess::default();
     let mut tr = Tracker::new(start.clone(), TrackerConfig::default());

@@ -743,6 +743,26 @@ pub fn brings_news(obs: &BoardObs, since: &Board, before: &Board, board: &Board)
     squares_changed(before, board).any(|sq| !obs.reads_as_before.contains(sq))
 }
 
+/// Whether a square the committed move from `before` to `after` changed
+/// now reads, with confidence, otherwise than `after` has it, and
+/// otherwise than on the frame of `after` the picture is measured against
+/// ([`BoardObs::reads_as_before`]; any reading counts where it was
+/// measured against another frame): the move's own piece went on, and
+/// the tracker tries to amend the move. The squares' confident
+/// disagreements elsewhere are not asked about: phantoms flicker on
+/// unchanged pictures (see [`news`]). Held-out seed 51, wooden/low (game
+/// seed 57, ply 19): the queen put down at the edge of d6 for `Qxd7+`
+/// while the pawn was carried off was committed as `Qd6`; pushed onto d7
+/// she changed d6's picture too little to count, d6 read empty and d7
+/// White, and the board passed for the position after `Qd6`.
+pub fn rereads_move(obs: &BoardObs, before: &Board, after: &Board) -> bool {
+    let measured = obs.measured_against(after);
+    let changed: Bitboard = squares_changed(before, after).collect();
+    obs.disagreements(after).iter().any(|d| {
+        changed.contains(d.square) && !(measured && obs.reads_as_before.contains(d.square))
+    })
+}
+
 /// The squares whose occupant differs between `before` and `board`.
 pub fn squares_changed<'a>(
     before: &'a Board,

@@ -14,8 +14,8 @@
 use shakmaty::{Board, Chess, Color, Move, Position};
 
 use super::scoring::{
-    arrival_colour_misread, board_after, brings_news, contenders, held_and_reply, resync, score,
-    uci_line, BoardObs, Disagreement, Hypothesis, Resync, Verdict,
+    arrival_colour_misread, board_after, brings_news, contenders, held_and_reply, rereads_move,
+    resync, score, uci_line, BoardObs, Disagreement, Hypothesis, Resync, Verdict,
 };
 
 /// Most moves a question about an undecided board offers
@@ -489,7 +489,21 @@ impl Tracker {
             }
             _ => None,
         };
-        if agreed && matches!(scored.verdict, Verdict::Unexplained { .. }) {
+        // The person's last move, read otherwise on its own squares since
+        // it was committed, may have gone on to another square
+        // ([`rereads_move`]).
+        let move_reread = || {
+            self.last_move
+                .as_ref()
+                .is_some_and(|(before, _, _)| rereads_move(obs, before.board(), self.pos.board()))
+        };
+        if agreed
+            && match scored.verdict {
+                Verdict::Unexplained { .. } => true,
+                Verdict::NoChange { .. } | Verdict::Uncertain => move_reread(),
+                Verdict::Move { .. } => false,
+            }
+        {
             if let Some(ev) = self.amend(t_ms, obs) {
                 return Some(ev);
             }
