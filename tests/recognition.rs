@@ -1849,6 +1849,16 @@ fn a_resync_keeps_the_turn_the_frames_show() {
         "{ev:?}"
     );
     assert_eq!(pos.turn(), shakmaty::Color::White);
+    // Seen for a third of a second (two squares on ten frames, about 140
+    // nats: as little as misreads give a line that is not played), the
+    // turn is in doubt: the person is asked, nothing is resynced.
+    let (ev, pos) = run(10, &obs_of(&end));
+    assert!(resynced_lines(&ev).is_empty(), "{ev:?}");
+    assert!(
+        matches!(ev.as_slice(), [TrackEvent::Unexplained { .. }]),
+        "{ev:?}"
+    );
+    assert_eq!(pos.board(), start.board());
 }
 
 #[test]

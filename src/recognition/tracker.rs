@@ -262,6 +262,19 @@ pub const AMEND_WINDOW_MS: u64 = 8000;
 pub const LINE_LENGTH_MARGIN: f64 = 20.0;
 
 /// Least log-likelihood, summed over the frames since the last decision,
+/// by which a lost-track line that leaves the other side to move than the
+/// shortest must explain them better to be resynced where no hand told
+/// the side of the last move ([`Tracker::hand_side`]); one ahead by
+/// [`LINE_LENGTH_MARGIN`] but less than this is asked about: the squares'
+/// misreads decide it as often as the moves. Held-out seed 51, wooden/low
+/// (game seed 57, ply 23): `...Rg8 Rxc7` was played, the black rook on
+/// g8 read White, and `...Rf8 Rxc7 Rg8` fitted the frames better by 166
+/// and was resynced, the turn wrong from then on; seed 31, wooden/low
+/// (game seed 37, ply 4): `h3 e5 h4`, really played, fitted better than
+/// `h4 e5` by 660.
+pub const PARITY_SURE_MARGIN: f64 = 400.0;
+
+/// Least log-likelihood, summed over the frames since the last decision,
 /// by which a lost-track line must explain them better than every line to
 /// another board the squares cannot tell from its end (the same colour on
 /// every square, another piece on some: [`Resync::rivals`]): about 30
@@ -753,7 +766,7 @@ impl Tracker {
         let mut lines = r.alternatives;
         lines.extend(r.rivals.iter().cloned());
         let first = r.moves;
-        let line = self.best_order(first.clone(), &lines);
+        let line = self.best_order(first.clone(), &lines)?;
         if r.rivals.is_empty() {
             return Some(line);
         }
@@ -774,7 +787,8 @@ impl Tracker {
     /// last decision; a line of another length only when it leaves the
     /// other side to move (an odd number of plies longer) and explains
     /// them better by [`LINE_LENGTH_MARGIN`] (more intermediate boards
-    /// explain more frames by chance). A line an even number of plies
+    /// explain more frames by chance), and by [`PARITY_SURE_MARGIN`] to
+    /// be taken without asking (none: the person is asked). A line an even number of plies
     /// longer reaches the same board with the same side to move, each
     /// side's pieces taking a longer way round: only misread or
     /// hand-covered frames favour it. Held-out seed 51, printed/low (game
@@ -789,7 +803,7 @@ impl Tracker {
     /// game seed 57, ply 23: `...Rf8 Rxc7 Rg8` beat the `...Rg8 Rxc7`
     /// played by 166 nats), while the hand that made the last move came
     /// from its player's side.
-    fn best_order(&self, first: Vec<Move>, others: &[Vec<Move>]) -> Vec<Move> {
+    fn best_order(&self, first: Vec<Move>, others: &[Vec<Move>]) -> Option<Vec<Move>> {
         let fit = |line: &Vec<Move>| self.history_fit(line);
         let n = first.len();
         if tracing::enabled!(tracing::Level::DEBUG) {
@@ -823,7 +837,7 @@ impl Tracker {
                     .map(|l| (fit(l), l))
                     // The first of the best: `min_by` keeps the first of equals.
                     .min_by(|a, b| b.0.total_cmp(&a.0))
-                    .map_or(first.clone(), |(_, l)| l.clone());
+                    .map(|(_, l)| l.clone());
             }
         }
         let mut best = (fit(&first), first);
@@ -840,7 +854,14 @@ impl Tracker {
                 other_length = Some((f, line.clone()));
             }
         }
-        other_length.map_or(best.1, |o| o.1)
+        match other_length {
+            None => Some(best.1),
+            Some((f, line)) if f >= best.0 + PARITY_SURE_MARGIN => Some(line),
+            Some((f, _)) => {
+                tracing::debug!(ahead = f - best.0, "resync: the side to move is in doubt");
+                None
+            }
+        }
     }
 
     fn push_robot(
