@@ -1116,22 +1116,33 @@ fn an_illegal_move_is_reported_then_the_restored_board_accepted() {
     );
 }
 
+/// A capture finished after it looked still (`half`, the capturing piece
+/// put down short of its square, held still `still` frames), then the
+/// piece pushed on (`done`), each after a hand over the board: the
+/// tracker's events and the position it ends in.
+fn pushed_on(
+    start: &Chess,
+    half: &BoardObs,
+    still: usize,
+    done: &BoardObs,
+) -> (Vec<TrackEvent>, Chess) {
+    let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+    let mut t = 0;
+    let mut ev = feed(&mut tr, &mut t, half, 5, true);
+    ev.extend(feed(&mut tr, &mut t, half, still, false));
+    ev.extend(feed(&mut tr, &mut t, done, 5, true));
+    ev.extend(feed(&mut tr, &mut t, done, 30, false));
+    (ev, tr.position().clone())
+}
+
 #[test]
 fn a_move_that_goes_on_after_looking_finished_is_amended() {
     // Capture "after": the rook is put down at the edge of h3 (read on
     // h4), the knight is carried off, then the rook is pushed onto h3.
     let start = position_from_fen("k6r/8/8/8/8/7N/8/K7 b - - 0 1").unwrap();
-    let run = |pause: usize| {
-        let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
-        let mut t = 0;
-        let half = obs_of(&after(&start, "Rh4"));
-        let mut ev = feed(&mut tr, &mut t, &half, 5, true);
-        ev.extend(feed(&mut tr, &mut t, &half, 15 + pause, false));
-        let done = obs_of(&after(&start, "Rxh3"));
-        ev.extend(feed(&mut tr, &mut t, &done, 5, true));
-        ev.extend(feed(&mut tr, &mut t, &done, 30, false));
-        (ev, tr.position().clone())
-    };
+    let half = obs_of(&after(&start, "Rh4"));
+    let done = obs_of(&after(&start, "Rxh3"));
+    let run = |pause: usize| pushed_on(&start, &half, 15 + pause, &done);
     let (ev, pos) = run(0);
     match ev.as_slice() {
         [TrackEvent::Move { mv, .. }, TrackEvent::Amended { was, now, .. }] => {
@@ -1178,19 +1189,14 @@ fn an_amendment_keeps_excusing_the_misreads_the_committed_move_was_read_with() {
         &rh4,
         touched(&[Square::H4, Square::H3]),
     );
-    let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
-    let mut t = 0;
-    let mut ev = feed(&mut tr, &mut t, &half, 5, true);
-    ev.extend(feed(&mut tr, &mut t, &half, 15, false));
-    ev.extend(feed(&mut tr, &mut t, &done, 5, true));
-    ev.extend(feed(&mut tr, &mut t, &done, 30, false));
+    let (ev, pos) = pushed_on(&start, &half, 15, &done);
     match ev.as_slice() {
         [TrackEvent::Move { mv, .. }, TrackEvent::Amended { now, .. }] => {
             assert_eq!((uci_of(*mv), uci_of(*now)), ("h8h4".into(), "h8h3".into()));
         }
         e => panic!("{e:?}"),
     }
-    assert_eq!(tr.position().board(), after(&start, "Rxh3").board());
+    assert_eq!(pos.board(), after(&start, "Rxh3").board());
 }
 
 #[test]
@@ -1214,13 +1220,7 @@ fn a_move_whose_own_square_reads_otherwise_on_a_barely_changed_picture_is_amende
     let half = frame(&rh4, &start, h8h4, h8h4);
     let run = |reread: Bitboard| {
         let done = frame(&after(&start, "Rxh3"), &rh4, Bitboard::EMPTY, reread);
-        let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
-        let mut t = 0;
-        let mut ev = feed(&mut tr, &mut t, &half, 5, true);
-        ev.extend(feed(&mut tr, &mut t, &half, 15, false));
-        ev.extend(feed(&mut tr, &mut t, &done, 5, true));
-        ev.extend(feed(&mut tr, &mut t, &done, 30, false));
-        (ev, tr.position().clone())
+        pushed_on(&start, &half, 15, &done)
     };
     let h4h3 = Bitboard::from(Square::H4) | Square::H3;
     // The squares alone take the finished capture for no change.

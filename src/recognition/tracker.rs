@@ -262,9 +262,9 @@ pub const AMEND_WINDOW_MS: u64 = 8000;
 pub const LINE_LENGTH_MARGIN: f64 = 20.0;
 
 /// Least log-likelihood, summed over the frames since the last decision,
-/// by which a lost-track line that leaves the other side to move than the
-/// shortest must explain them better to be resynced where no hand told
-/// the side of the last move ([`Tracker::hand_side`]); one ahead by
+/// by which a lost-track line that leaves to move the other side than the
+/// shortest line does must explain them better to be resynced where no
+/// hand told the side of the last move ([`Tracker::hand_side`]); one ahead by
 /// [`LINE_LENGTH_MARGIN`] but less than this is asked about: the squares'
 /// misreads decide it as often as the moves. Held-out seed 51, wooden/low
 /// (game seed 57, ply 23): `...Rg8 Rxc7` was played, the black rook on
@@ -788,8 +788,8 @@ impl Tracker {
     /// other side to move (an odd number of plies longer) and explains
     /// them better by [`LINE_LENGTH_MARGIN`] (more intermediate boards
     /// explain more frames by chance), and by [`PARITY_SURE_MARGIN`] to
-    /// be taken without asking (none: the person is asked). A line an even number of plies
-    /// longer reaches the same board with the same side to move, each
+    /// be taken without asking (none: the person is asked). A line an even
+    /// number of plies longer reaches the same board with the same side to move, each
     /// side's pieces taking a longer way round: only misread or
     /// hand-covered frames favour it. Held-out seed 51, printed/low (game
     /// seed 59, ply 20): `Qxc8+ Qd8` was played while a hand and misreads
@@ -802,7 +802,9 @@ impl Tracker {
     /// another length by far more than the margin (seed 51, wooden/low,
     /// game seed 57, ply 23: `...Rf8 Rxc7 Rg8` beat the `...Rg8 Rxc7`
     /// played by 166 nats), while the hand that made the last move came
-    /// from its player's side.
+    /// from its player's side. (In that game the side was misread too: a
+    /// hand whose motion named no player and the next player's hand made
+    /// one visit; see docs/recognition.md, twenty-fifth session.)
     fn best_order(&self, first: Vec<Move>, others: &[Vec<Move>]) -> Option<Vec<Move>> {
         let fit = |line: &Vec<Move>| self.history_fit(line);
         let n = first.len();
