@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use shakmaty::zobrist::Zobrist64;
-use shakmaty::{CastlingMode, Chess, EnPassantMode, Move, Position, Role};
+use shakmaty::{Chess, EnPassantMode, Move, Position, Role};
 
 use super::eval::{evaluate, has_non_pawn_material, SEE_VALUE};
 use super::tt::{Bound, TransTable};
@@ -177,11 +177,7 @@ impl SearchInfo {
 
     /// The PV as UCI move strings.
     pub fn uci_pv(&self) -> String {
-        self.pv
-            .iter()
-            .map(|m| m.to_uci(CastlingMode::Standard).to_string())
-            .collect::<Vec<_>>()
-            .join(" ")
+        crate::game::uci_line(&self.pv)
     }
 }
 

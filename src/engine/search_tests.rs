@@ -7,7 +7,7 @@ fn pos(fen: &str) -> Chess {
 }
 
 fn uci(m: Move) -> String {
-    m.to_uci(CastlingMode::Standard).to_string()
+    crate::game::uci_of(m)
 }
 
 fn search_depth(p: &Chess, depth: u32) -> SearchResult {

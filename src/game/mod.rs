@@ -11,7 +11,7 @@ pub mod replay;
 pub mod rules;
 pub mod session;
 
-pub use notation::{parse_move, san_of, uci_of, MoveInputError};
+pub use notation::{parse_move, san_of, uci_line, uci_of, MoveInputError};
 pub use rules::{
     fen_of, position_from_fen, Claim, Game, GameError, GameResult, MoveRecord, Termination,
 };

@@ -32,6 +32,15 @@ pub fn uci_of(mv: Move) -> String {
     mv.to_uci(CastlingMode::Standard).to_string()
 }
 
+/// A line of moves in UCI, separated by spaces (a principal variation, a
+/// resynced line in the logs).
+pub fn uci_line(line: &[Move]) -> String {
+    line.iter()
+        .map(|&m| uci_of(m))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Parses a move typed by a person in the given position.
 pub fn parse_move(pos: &Chess, text: &str) -> Result<Move, MoveInputError> {
     let raw = text.trim();

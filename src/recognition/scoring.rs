@@ -8,6 +8,7 @@
 //! to the predicted state. The posterior over hypotheses is their softmax.
 
 use super::change::Fit;
+use crate::game::uci_line;
 use shakmaty::{attacks, Bitboard, Board, Chess, Color, Move, Position, Role, Square};
 
 /// Lowest probability a single square may contribute, so that one
@@ -1813,14 +1814,6 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
         alternatives: orders,
         rivals,
     })
-}
-
-/// A line of moves in UCI, for logs.
-pub(crate) fn uci_line(line: &[Move]) -> String {
-    line.iter()
-        .map(|m| m.to_uci(shakmaty::CastlingMode::Standard).to_string())
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// Lost-track ends as their first line and log-likelihood, for logs.

@@ -13,9 +13,11 @@
 
 use shakmaty::{Board, Chess, Color, Move, Position};
 
+use crate::game::uci_line;
+
 use super::scoring::{
     arrival_colour_misread, board_after, brings_news, contenders, held_and_reply, rereads_move,
-    resync, score, uci_line, BoardObs, Disagreement, Hypothesis, Resync, Verdict,
+    resync, score, BoardObs, Disagreement, Hypothesis, Resync, Verdict,
 };
 
 /// Most moves a question about an undecided board offers
