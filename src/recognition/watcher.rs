@@ -171,6 +171,9 @@ pub struct BoardWatcher {
     /// When a cell last moved against the look-back frames.
     moved_ms: Option<u64>,
     model: Option<CalibratedModel>,
+    /// The first model (given or learnt), which each later one is pooled
+    /// with ([`CalibratedModel::fit_on_prior`]).
+    first_model: Option<CalibratedModel>,
     /// The position the model was last fitted on.
     learnt: Option<shakmaty::Board>,
     /// A board found elsewhere than the tracked one, and since when.
@@ -260,6 +263,7 @@ impl BoardWatcher {
             recent: std::collections::VecDeque::new(),
             moved_ms: None,
             model: cfg.model.clone(),
+            first_model: cfg.model.clone().map(CalibratedModel::classes_only),
             learnt: None,
             candidate: None,
             shadows: None,
@@ -744,12 +748,16 @@ impl BoardWatcher {
         };
         let occ = super::photo::occupancy_of(pos.board());
         let truth = squares::cells_from_occupancy(&occ, read.orientation.white_at);
-        if let Ok(m) = CalibratedModel::fit(&cells, &truth) {
+        if let Ok(m) = CalibratedModel::fit_on_prior(&cells, &truth, self.first_model.as_ref()) {
             // Without the cells' own looks: with them, a cell taught on one
             // believed position kept reading as it did there, and the
             // standard bench's vinyl/angled game resynced two moves
             // (18/20 + 2 against 20/20).
-            self.model = Some(m.classes_only());
+            let m = m.classes_only();
+            if self.first_model.is_none() {
+                self.first_model = Some(m.clone());
+            }
+            self.model = Some(m);
             self.learnt = Some(pos.board().clone());
         }
     }

@@ -850,6 +850,20 @@ const OWN_LOOK_SD: f32 = 0.05;
 /// few pixels, and their luma is what tells it is there.
 const MIN_FRAC_FOR_LUMA: f32 = 0.03;
 
+/// How many cells a class needs before its own spread is trusted: when a
+/// model is fitted on a later frame of the same board
+/// ([`CalibratedModel::fit_on_prior`]), a class with fewer is topped up to
+/// this many with an earlier model's class. The move watcher teaches the
+/// model on each believed position, and late in a game a class has one or
+/// two members whose spread is no measure of the next piece's (held-out
+/// seed 41, wooden/overhead: White's only piece on a light square, a
+/// knight, made a class of variance floor that read the next white knight
+/// on a light square as empty at p = 1.0 for the rest of the game). Pooled
+/// with every class at this weight, the start position's wide spread of
+/// pieces seen from a low camera let a phantom through and seed 41's
+/// wooden/low game lost a resync (36/40 + 4 -> 30/40 + 2).
+pub const PRIOR_MEMBERS: f32 = 4.0;
+
 /// A per-board model taught by one labelled photo.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CalibratedModel {
@@ -865,6 +879,19 @@ impl CalibratedModel {
     /// Fits the model from a reference's cells and their known occupants
     /// (grid order).
     pub fn fit(cells: &[CellFeatures], truth: &[Occupant]) -> Result<CalibratedModel, VisionError> {
+        Self::fit_on_prior(cells, truth, None)
+    }
+
+    /// [`CalibratedModel::fit`], each class of fewer than [`PRIOR_MEMBERS`]
+    /// cells pooled with the same class of `prior` (an earlier model of the
+    /// same board) counted as the cells missing: a class the cells show
+    /// once or twice gets the spread the prior saw, not the floor, and a
+    /// class they do not show at all is the prior's.
+    pub fn fit_on_prior(
+        cells: &[CellFeatures],
+        truth: &[Occupant],
+        prior: Option<&CalibratedModel>,
+    ) -> Result<CalibratedModel, VisionError> {
         if cells.len() != 64 || truth.len() != 64 {
             return Err(VisionError::Input(
                 "reference needs 64 cells and 64 labels".into(),
@@ -879,20 +906,32 @@ impl CalibratedModel {
                     .filter(|(c, t)| c.light == light && !c.hidden && **t == occ)
                     .map(|(c, _)| c)
                     .collect();
-                if members.is_empty() {
+                let before = prior.and_then(|p| {
+                    p.classes
+                        .iter()
+                        .find(|c| c.0 == light && c.1 == occ)
+                        .map(|c| (c.2, c.3))
+                });
+                let n = members.len() as f32;
+                let w = if before.is_some() {
+                    (PRIOR_MEMBERS - n).max(0.0)
+                } else {
+                    0.0
+                };
+                if n + w == 0.0 {
                     continue;
                 }
-                let n = members.len() as f32;
                 let mut mean = [0.0; NF];
                 let mut var = [0.0; NF];
                 for k in 0..NF {
-                    mean[k] = members.iter().map(|c| c.f[k]).sum::<f32>() / n;
-                    var[k] = members
-                        .iter()
-                        .map(|c| (c.f[k] - mean[k]).powi(2))
-                        .sum::<f32>()
-                        / n;
-                    var[k] = var[k].max(NB_VAR_FLOOR);
+                    let own_sum: f32 = members.iter().map(|c| c.f[k]).sum();
+                    let (pm, pv) = before.map_or((0.0, 0.0), |(m, v)| (m[k], v[k]));
+                    mean[k] = (own_sum + w * pm) / (n + w);
+                    // The spread of the pooled cells about the pooled mean:
+                    // the prior's own spread plus how far its mean lies.
+                    let own: f32 = members.iter().map(|c| (c.f[k] - mean[k]).powi(2)).sum();
+                    var[k] =
+                        ((own + w * (pv + (pm - mean[k]).powi(2))) / (n + w)).max(NB_VAR_FLOOR);
                 }
                 classes.push((light, occ, mean, var));
             }
@@ -1418,6 +1457,59 @@ mod tests {
         assert_eq!(state_of(p[0][0], p[0][1], p[0][2]), Occupant::White);
         assert_eq!(state_of(p[1][0], p[1][1], p[1][2]), Occupant::Black);
         assert_eq!(state_of(p[2][0], p[2][1], p[2][2]), Occupant::Empty);
+    }
+
+    #[test]
+    fn a_class_seen_once_keeps_the_spread_an_earlier_model_saw() {
+        // The first position: white pieces on light cells of many looks.
+        let (cells, truth) = reference(|i, light| match i / 16 {
+            0 => {
+                let k = (i % 9) as f32;
+                (
+                    cell(light, 0.35 + 0.05 * k, 0.8 + 0.06 * k),
+                    Occupant::White,
+                )
+            }
+            3 => (cell(light, 0.8, -0.9), Occupant::Black),
+            _ => (cell(light, 0.0, 1.0), Occupant::Empty),
+        });
+        let first = CalibratedModel::fit(&cells, &truth).unwrap();
+        // Late in the game: one white piece on a light cell (cell 0), of
+        // an odd look, and no white piece on a dark one.
+        let (late, late_truth) = reference(|i, light| match i {
+            0 => (cell(light, 0.72, 0.17), Occupant::White),
+            48.. => (cell(light, 0.8, -0.9), Occupant::Black),
+            _ => (cell(light, 0.0, 1.0), Occupant::Empty),
+        });
+        let alone = CalibratedModel::fit(&late, &late_truth).unwrap();
+        let pooled = CalibratedModel::fit_on_prior(&late, &late_truth, Some(&first)).unwrap();
+        let class = |m: &CalibratedModel, light: bool, occ: Occupant| {
+            m.classes
+                .iter()
+                .find(|c| c.0 == light && c.1 == occ)
+                .map(|c| (c.2, c.3))
+        };
+        let (_, var_alone) = class(&alone, true, Occupant::White).unwrap();
+        let (_, var_pooled) = class(&pooled, true, Occupant::White).unwrap();
+        assert_eq!(var_alone[F_FRAC_LOCAL], NB_VAR_FLOOR);
+        assert!(var_pooled[F_FRAC_LOCAL] > 0.01, "{var_pooled:?}");
+        // A class of enough cells is their own.
+        assert_eq!(
+            class(&pooled, true, Occupant::Empty),
+            class(&alone, true, Occupant::Empty)
+        );
+        // The class no late cell shows is the first model's.
+        assert_eq!(class(&alone, false, Occupant::White), None);
+        assert_eq!(
+            class(&pooled, false, Occupant::White),
+            class(&first, false, Occupant::White)
+        );
+        // A white piece on a light cell looking like those of the first
+        // position is white, and an empty light cell stays empty.
+        let probe = [cell(true, 0.4, 1.1), cell(true, 0.0, 1.0)];
+        let p = pooled.classify(&probe);
+        assert_eq!(state_of(p[0][0], p[0][1], p[0][2]), Occupant::White);
+        assert_eq!(state_of(p[1][0], p[1][1], p[1][2]), Occupant::Empty);
     }
 
     #[test]
