@@ -104,8 +104,10 @@ pub struct WatcherConfig {
     /// Teach the square classifier on the board itself: whenever the scene
     /// is settled and shows the believed position (best hypothesis
     /// "nothing changed") for a position not yet learnt, fit a
-    /// [`CalibratedModel`] on that frame with the position as labels. Used
-    /// instead of `model` once fitted.
+    /// [`CalibratedModel`] on that frame with the position as labels, a
+    /// class of few cells topped up from the first model
+    /// ([`CalibratedModel::fit_on_prior`]). Used instead of `model` once
+    /// fitted.
     pub self_calibrate: bool,
 }
 
