@@ -906,12 +906,7 @@ impl CalibratedModel {
                     .filter(|(c, t)| c.light == light && !c.hidden && **t == occ)
                     .map(|(c, _)| c)
                     .collect();
-                let before = prior.and_then(|p| {
-                    p.classes
-                        .iter()
-                        .find(|c| c.0 == light && c.1 == occ)
-                        .map(|c| (c.2, c.3))
-                });
+                let before = prior.and_then(|p| p.class(light, occ));
                 let n = members.len() as f32;
                 let w = if before.is_some() {
                     (PRIOR_MEMBERS - n).max(0.0)
@@ -947,6 +942,15 @@ impl CalibratedModel {
             .map(|(c, t)| (!c.hidden).then_some((c.light, *t, c.f)))
             .collect();
         Ok(CalibratedModel { classes, own_look })
+    }
+
+    /// The mean and variance of the class of `occ` on light (`true`) or
+    /// dark squares, if the model has it.
+    fn class(&self, light: bool, occ: Occupant) -> Option<([f32; NF], [f32; NF])> {
+        self.classes
+            .iter()
+            .find(|c| c.0 == light && c.1 == occ)
+            .map(|c| (c.2, c.3))
     }
 
     /// How each cell (grid order) looks against its own look in the
@@ -1483,26 +1487,20 @@ mod tests {
         });
         let alone = CalibratedModel::fit(&late, &late_truth).unwrap();
         let pooled = CalibratedModel::fit_on_prior(&late, &late_truth, Some(&first)).unwrap();
-        let class = |m: &CalibratedModel, light: bool, occ: Occupant| {
-            m.classes
-                .iter()
-                .find(|c| c.0 == light && c.1 == occ)
-                .map(|c| (c.2, c.3))
-        };
-        let (_, var_alone) = class(&alone, true, Occupant::White).unwrap();
-        let (_, var_pooled) = class(&pooled, true, Occupant::White).unwrap();
+        let (_, var_alone) = alone.class(true, Occupant::White).unwrap();
+        let (_, var_pooled) = pooled.class(true, Occupant::White).unwrap();
         assert_eq!(var_alone[F_FRAC_LOCAL], NB_VAR_FLOOR);
         assert!(var_pooled[F_FRAC_LOCAL] > 0.01, "{var_pooled:?}");
         // A class of enough cells is their own.
         assert_eq!(
-            class(&pooled, true, Occupant::Empty),
-            class(&alone, true, Occupant::Empty)
+            pooled.class(true, Occupant::Empty),
+            alone.class(true, Occupant::Empty)
         );
         // The class no late cell shows is the first model's.
-        assert_eq!(class(&alone, false, Occupant::White), None);
+        assert_eq!(alone.class(false, Occupant::White), None);
         assert_eq!(
-            class(&pooled, false, Occupant::White),
-            class(&first, false, Occupant::White)
+            pooled.class(false, Occupant::White),
+            first.class(false, Occupant::White)
         );
         // A white piece on a light cell looking like those of the first
         // position is white, and an empty light cell stays empty.
