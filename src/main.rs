@@ -214,10 +214,29 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", error_text(&err));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes joined by ": ", like anyhow's `{:#}`, but
+/// without a cause its wrapper's message already quotes (our errors print
+/// `"game: {0}"` and also name `{0}` as their source), so nothing is said
+/// twice.
+fn error_text(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let said = cause.to_string();
+        if text.contains(&said) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&said);
+    }
+    text
 }
 
 fn load_config(path: Option<&PathBuf>) -> anyhow::Result<Config> {

@@ -54,3 +54,28 @@ fn shipped_config_loads() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("games_dir"));
 }
+
+#[test]
+fn a_game_directory_another_process_holds_is_refused_once_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    // This test process stands for the chessbot already running there.
+    let held = chessbot::game::journal::lock_dir(&dir.path().join("journal")).unwrap();
+    let out = chessbot(&[
+        "play",
+        "--sim",
+        "--headless",
+        "--moves",
+        "2",
+        "--dir",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let why = format!(
+        "in use by another chessbot process (pid {})",
+        std::process::id()
+    );
+    assert_eq!(err.matches(&why).count(), 1, "said once: {err}");
+    assert!(!dir.path().join("journal").join("current.journal").exists());
+    drop(held);
+}

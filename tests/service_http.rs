@@ -512,3 +512,26 @@ fn an_assist_game_resumed_without_the_arm_goes_on_with_the_people_moving() {
         core.finish().unwrap();
     }
 }
+
+#[test]
+fn a_second_process_on_the_same_journal_directory_is_refused_until_the_first_is_gone() {
+    use chessbot::service::core::NewGameRequest;
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = Core::new(dirs(dir.path()), false).unwrap();
+    let req: NewGameRequest = serde_json::from_value(json!({"mode": "record"})).unwrap();
+    first.new_game(req, 0).unwrap();
+    // Two writers would interleave their records in one journal file.
+    let err = Core::new(dirs(dir.path()), false).unwrap_err().to_string();
+    assert!(err.contains("in use by another chessbot process"), "{err}");
+    assert!(
+        err.contains(&format!("(pid {})", std::process::id())),
+        "{err}"
+    );
+    assert!(err.contains("journal"), "{err}");
+    // The first one's game is untouched and goes on.
+    first.human_move("e2e4", 1_000).unwrap();
+    drop(first);
+    // Gone (as a process that exits or dies): the next one resumes its game.
+    let second = Core::new(dirs(dir.path()), false).unwrap();
+    assert_eq!(second.session().unwrap().game().moves().len(), 1);
+}

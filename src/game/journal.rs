@@ -87,6 +87,12 @@ pub enum JournalError {
         error: Box<JournalError>,
         kept: PathBuf,
     },
+    #[error("the journal directory {dir} is in use by another chessbot process{holder}; stop that one, or give this one another game.journal_dir")]
+    Busy {
+        dir: PathBuf,
+        /// ` (pid N)` when the lock file names its holder, else empty.
+        holder: String,
+    },
 }
 
 /// Encodes one record as a journal line (with its newline).
@@ -339,6 +345,55 @@ fn sync_parent_dir(path: &Path) -> io::Result<()> {
         File::open(dir)?.sync_all()?;
     }
     Ok(())
+}
+
+/// The lock file that keeps a journal directory to one process.
+pub const LOCK_FILE: &str = ".lock";
+
+/// A journal directory held by this process for as long as the value
+/// lives. Two processes writing one journal would interleave their games'
+/// records (and one would retire the file under the other), so the second
+/// is refused. The lock is the operating system's (`flock`), so a process
+/// that dies, however it dies, lets go of it; the file itself stays and
+/// names the last holder's pid for the refusal message.
+#[derive(Debug)]
+pub struct DirLock {
+    _file: File,
+}
+
+/// Takes the journal directory `dir` (made if missing) for this process.
+pub fn lock_dir(dir: &Path) -> Result<DirLock, JournalError> {
+    let path = dir.join(LOCK_FILE);
+    std::fs::create_dir_all(dir).map_err(io_err(&path))?;
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(io_err(&path))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut text = String::new();
+            let holder = match file.read_to_string(&mut text) {
+                Ok(_) => match text.trim().parse::<u32>() {
+                    Ok(pid) => format!(" (pid {pid})"),
+                    Err(_) => String::new(),
+                },
+                Err(_) => String::new(),
+            };
+            return Err(JournalError::Busy {
+                dir: dir.to_owned(),
+                holder,
+            });
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(io_err(&path)(e)),
+    }
+    file.set_len(0).map_err(io_err(&path))?;
+    file.seek(SeekFrom::Start(0)).map_err(io_err(&path))?;
+    writeln!(file, "{}", std::process::id()).map_err(io_err(&path))?;
+    Ok(DirLock { _file: file })
 }
 
 /// Starts a new journal file; refuses to overwrite an existing one.

@@ -10,6 +10,7 @@ use shakmaty::{Chess, Color, Move, Position, Role};
 
 use crate::config::GameConfig;
 use crate::game::clock::{Clock, TimeControl};
+use crate::game::journal::{self, DirLock};
 use crate::game::session::{GameSession, Players, SessionError};
 use crate::game::{
     parse_move, position_from_fen, san_of, uci_of, Claim, GameError, MoveInputError,
@@ -249,6 +250,9 @@ pub enum Effect {
 #[derive(Debug)]
 pub struct Core {
     cfg: GameConfig,
+    /// The journal directory, held for this process while the core lives
+    /// (`None` once let go of, see [`Core::release_journal_dir`]).
+    dir_lock: Option<DirLock>,
     session: Option<GameSession>,
     mode: Mode,
     opponent: Opponent,
@@ -271,29 +275,12 @@ pub struct Core {
 
 impl Core {
     /// A core over the game directories; resumes a journaled game if any.
+    /// Refuses a journal directory another process holds.
     pub fn new(cfg: GameConfig, has_arm: bool) -> Result<Core, SessionError> {
+        let dir_lock = journal::lock_dir(&cfg.journal_dir)?;
         let session = GameSession::resume(&cfg)?;
-        let mut core = Core {
-            cfg,
-            session: None,
-            mode: Mode::Play,
-            opponent: Opponent::Engine,
-            human: Color::White,
-            level: default_level(),
-            paused: false,
-            arm: if has_arm {
-                ArmStatus::Idle
-            } else {
-                ArmStatus::Absent
-            },
-            question: None,
-            message: String::new(),
-            eval_cp: None,
-            has_arm,
-            camera: CameraStatus::Absent,
-            clock: None,
-            clock_at_ms: 0,
-        };
+        let mut core = Core::stand_in(cfg, has_arm);
+        core.dir_lock = Some(dir_lock);
         if let Some(s) = session {
             let setup_note = core.restore_setup(&s);
             core.message = format!(
@@ -349,6 +336,41 @@ impl Core {
             return format!(" Assist mode needs the arm, which is not connected; the game goes on in {name} mode.");
         }
         String::new()
+    }
+
+    /// A core with no game that has not looked at (nor holds) the journal
+    /// directory: the simulator's place-holder until a robot process's own
+    /// [`Core::new`] takes its place.
+    pub(crate) fn stand_in(cfg: GameConfig, has_arm: bool) -> Core {
+        Core {
+            cfg,
+            dir_lock: None,
+            session: None,
+            mode: Mode::Play,
+            opponent: Opponent::Engine,
+            human: Color::White,
+            level: default_level(),
+            paused: false,
+            arm: if has_arm {
+                ArmStatus::Idle
+            } else {
+                ArmStatus::Absent
+            },
+            question: None,
+            message: String::new(),
+            eval_cp: None,
+            has_arm,
+            camera: CameraStatus::Absent,
+            clock: None,
+            clock_at_ms: 0,
+        }
+    }
+
+    /// Lets go of the journal directory as a dying process would, so that
+    /// the simulator can start the next life of the robot process (a new
+    /// core over the same directory) while this one is still in memory.
+    pub fn release_journal_dir(&mut self) {
+        self.dir_lock = None;
     }
 
     pub fn session(&self) -> Option<&GameSession> {

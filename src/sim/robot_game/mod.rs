@@ -549,10 +549,11 @@ impl SimRobotGame {
             arm_world = arm_world.without_arm();
         }
         let pending = spec.faults.clone();
-        let host: Arc<dyn CoreHost> = Arc::new(HeadlessCore::new(Core::new(
-            spec.game.clone(),
-            spec.mode == PlayMode::Play,
-        )?));
+        // Each life of the robot process (`run_process`) makes its own core,
+        // which holds the journal directory; until then a stand-in (a web
+        // service hosting the game may hold the directory meanwhile).
+        let core = Core::stand_in(spec.game.clone(), spec.mode == PlayMode::Play);
+        let host: Arc<dyn CoreHost> = Arc::new(HeadlessCore::new(core));
         let person = EngineChooser::new(spec.seed ^ 0x5eed, ENGINE_NODES / 5);
         Ok(SimRobotGame {
             phys: Physical {
@@ -671,7 +672,9 @@ impl SimRobotGame {
             self.summary.vision_unread_frames,
         );
         let has_arm = self.spec.mode == PlayMode::Play;
-        // A fresh process: its core resumes whatever the journal holds.
+        // A fresh process: the last one's lock died with it, and its core
+        // resumes whatever the journal holds.
+        self.host.lock().release_journal_dir();
         self.host
             .replace(Core::new(self.spec.game.clone(), has_arm)?);
         let resumed = self.core().session().is_some();
