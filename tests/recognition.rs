@@ -2202,6 +2202,44 @@ fn a_short_line_the_squares_leave_open_is_picked_by_the_picture_and_a_long_one_i
     // `a_lost_track_is_resynced_only_where_the_change_in_the_picture_agrees`.
 }
 
+#[test]
+fn a_short_line_the_picture_picks_may_be_shorter_than_the_squares_best_if_it_leaves_the_same_side_to_move(
+) {
+    // `b5 Nxd1` played unseen; the kings' squares half-read as though
+    // both kings had stepped too (`b5 Nxd1 Kf1 Kd8`), which the squares
+    // put a nat or two ahead, and the picture changed there (a hand's
+    // shadow). Held-out seed 41, wooden/low (game seed 47, ply 33): the
+    // true `Qxh6 b5` tied a phantom's `Qg3 b5` two nats behind a
+    // four-ply `Qg5 b5 Qd5 Nf7`, and the game waited for its last eight
+    // moves.
+    let pos = position_from_fen("4k3/8/8/8/1P6/2n5/8/3QK3 w - - 0 1").unwrap();
+    let mut seen = obs_of(&after(&pos, "b5 Nxd1"));
+    seen.set(Square::E1, SquareObs::of_probs(0.6, 0.4, 0.0));
+    seen.set(Square::F1, SquareObs::of_probs(0.4, 0.6, 0.0));
+    seen.set(Square::E8, SquareObs::of_probs(0.6, 0.0, 0.4));
+    seen.set(Square::D8, SquareObs::of_probs(0.4, 0.0, 0.6));
+    seen.changed_in_picture = Bitboard::from(Square::E1) | Square::E8;
+    let longer = after(&pos, "b5 Nxd1 Kf1 Kd8").board().clone();
+    assert_eq!(
+        resync_boards(&pos, &seen, 4).first(),
+        Some(&longer),
+        "the squares' best is the four-ply line"
+    );
+    assert!(resync(&pos, &seen, 4).is_none());
+    // The picture fits the missed move and its reply alone: taken, though
+    // shorter than the squares' best (both leave White to move).
+    let told = with_resync_change(&pos, &seen, "b5 Nxd1", 0.03, 0.4);
+    let r = resync(&pos, &told, 4).expect("picked by the picture");
+    assert_eq!(
+        board_after_line(&pos, &r.moves),
+        *after(&pos, "b5 Nxd1").board()
+    );
+    // A line leaving the other side to move is not the picture's to
+    // pick: it cannot tell how many moves were missed.
+    let other_side = with_resync_change(&pos, &seen, "b5 Nxd1 Kf1", 0.03, 0.4);
+    assert!(resync(&pos, &other_side, 4).is_none());
+}
+
 fn board_after_line(pos: &Chess, moves: &[Move]) -> shakmaty::Board {
     let mut p = pos.clone();
     for m in moves {

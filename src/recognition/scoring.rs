@@ -1696,21 +1696,25 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
     // best: seed-41 printed/overhead (game seed 43, ply 16), `...d6 Nxa7`
     // with d6's pawn read White tied `...d6 Nxd6+` with a7's pawn read
     // White, the picture fitted the true line clearly better, and the
-    // game stalled for its last 24 moves. But only among lines as long as
-    // the squares' best: one of another length leaves the other side to
-    // move, and the picture, measured against a frame that may already
-    // hold a move not yet seen, cannot tell how many moves were missed.
-    // Seed-41 wooden/low (game seed 47, ply 7): after `h4` was committed,
-    // `...Qxh4 b4 Bxg4` was played; the squares' best was a four-ply
-    // line, and the picture fitted the two-ply `...Bxg4 b4` at 0.000
-    // (h4's queen a colour misread of the pawn, the queen's leaving h1
-    // unseen in the picture), which was resynced in the three-ply order
-    // `...Bf5 b4 Bxg4`: a wrong move, the queen left on h1.
+    // game stalled for its last 24 moves. But only among lines that
+    // leave the same side to move as the squares' best: the picture,
+    // measured against a frame that may already hold a move not yet seen,
+    // cannot tell how many moves were missed. (Until the twenty-seventh
+    // session only among lines as long as the squares' best, after
+    // seed-41 wooden/low, game seed 47, ply 7: after `h4`, `...Qxh4 b4
+    // Bxg4` was played, the squares' best was a four-ply line, the
+    // picture fitted the two-ply `...Bxg4 b4` and it was resynced in a
+    // three-ply order, the queen left on h1. With today's code that game
+    // resyncs `h4 Qxh4` before `b4` and the case does not arise. The
+    // same game at ply 33: the true `Qxh6 b5` tied a phantom's `Qg3 b5`
+    // two nats behind the four-ply `Qg5 b5 Qd5 Nf7`, the picture fitted
+    // the true line clearly best, and the game waited for its last eight
+    // moves.)
     let picked = || {
         let k = pick_by_change(obs, pos.board(), &measured)?;
         let e = ends.get(k)?;
         (e.plies() <= MAX_PICTURE_PICKED_PLIES
-            && e.plies() == first.plies()
+            && e.plies() % 2 == first.plies() % 2
             && first.log_likelihood - e.log_likelihood < RESYNC_MARGIN)
             .then_some(e)
     };
