@@ -376,13 +376,11 @@ pub fn lock_dir(dir: &Path) -> Result<DirLock, JournalError> {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
             let mut text = String::new();
-            let holder = match file.read_to_string(&mut text) {
-                Ok(_) => match text.trim().parse::<u32>() {
-                    Ok(pid) => format!(" (pid {pid})"),
-                    Err(_) => String::new(),
-                },
-                Err(_) => String::new(),
-            };
+            let holder = file
+                .read_to_string(&mut text)
+                .ok()
+                .and_then(|_| text.trim().parse::<u32>().ok())
+                .map_or_else(String::new, |pid| format!(" (pid {pid})"));
             return Err(JournalError::Busy {
                 dir: dir.to_owned(),
                 holder,

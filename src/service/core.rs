@@ -369,7 +369,7 @@ impl Core {
     /// Lets go of the journal directory as a dying process would, so that
     /// the simulator can start the next life of the robot process (a new
     /// core over the same directory) while this one is still in memory.
-    pub fn release_journal_dir(&mut self) {
+    pub(crate) fn release_journal_dir(&mut self) {
         self.dir_lock = None;
     }
 
