@@ -2187,12 +2187,7 @@ fn a_short_line_the_squares_leave_open_is_picked_by_the_picture_and_a_long_one_i
     seen.set(Square::B5, SquareObs::certain(Occupant::Black));
     assert!(resync(&pos, &seen, 4).is_none());
     // The picture fits `b5 Nxd1` alone: a missed move and its reply.
-    let told = with_resync_change(&pos, &seen, "b5 Nxd1", 0.03, 0.4);
-    let r = resync(&pos, &told, 4).expect("picked by the picture");
-    assert_eq!(
-        board_after_line(&pos, &r.moves),
-        *after(&pos, "b5 Nxd1").board()
-    );
+    assert_picture_picks(&pos, &seen, "b5 Nxd1");
     // Not clearly: asked.
     let close = with_resync_change(&pos, &seen, "b5 Nxd1", 0.03, 0.1);
     assert!(resync(&pos, &close, 4).is_none());
@@ -2228,16 +2223,19 @@ fn a_short_line_the_picture_picks_may_be_shorter_than_the_squares_best_if_it_lea
     assert!(resync(&pos, &seen, 4).is_none());
     // The picture fits the missed move and its reply alone: taken, though
     // shorter than the squares' best (both leave White to move).
-    let told = with_resync_change(&pos, &seen, "b5 Nxd1", 0.03, 0.4);
-    let r = resync(&pos, &told, 4).expect("picked by the picture");
-    assert_eq!(
-        board_after_line(&pos, &r.moves),
-        *after(&pos, "b5 Nxd1").board()
-    );
+    assert_picture_picks(&pos, &seen, "b5 Nxd1");
     // A line leaving the other side to move is not the picture's to
     // pick: it cannot tell how many moves were missed.
     let other_side = with_resync_change(&pos, &seen, "b5 Nxd1 Kf1", 0.03, 0.4);
     assert!(resync(&pos, &other_side, 4).is_none());
+}
+
+/// The picture fits the board after `line` clearly best (0.03 against
+/// 0.4 for every other board weighed): resynced to that board.
+fn assert_picture_picks(pos: &Chess, seen: &BoardObs, line: &str) {
+    let told = with_resync_change(pos, seen, line, 0.03, 0.4);
+    let r = resync(pos, &told, 4).expect("picked by the picture");
+    assert_eq!(board_after_line(pos, &r.moves), *after(pos, line).board());
 }
 
 fn board_after_line(pos: &Chess, moves: &[Move]) -> shakmaty::Board {
