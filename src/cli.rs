@@ -248,7 +248,7 @@ pub fn serve(
         let src = source.clone();
         let open: chessbot::service::camera_task::OpenSource = Box::new(move || {
             src.open(&cfg)
-                .map_err(|e| chessbot::camera::CameraError::Open(format!("{e:#}")))
+                .map_err(|e| chessbot::camera::CameraError::Open(crate::error_text(&e)))
         });
         spawn_camera(
             service.clone(),

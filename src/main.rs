@@ -224,7 +224,7 @@ fn main() -> ExitCode {
 /// without a cause its wrapper's message already quotes (our errors print
 /// `"game: {0}"` and also name `{0}` as their source), so nothing is said
 /// twice.
-fn error_text(err: &anyhow::Error) -> String {
+pub(crate) fn error_text(err: &anyhow::Error) -> String {
     let mut text = String::new();
     for cause in err.chain() {
         let said = cause.to_string();
