@@ -307,6 +307,7 @@ pub fn watch_sim_game_with(
             }
         }
         for e in &truth.events {
+            tracing::debug!(frame = truth.frame, t_ms = truth.time_ms, ply = truth.ply, e = %e, "script event");
             if e.starts_with("illegal_shown") {
                 illegal_shown = true;
             } else if e.starts_with("illegal_undone") {
