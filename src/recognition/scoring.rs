@@ -1820,6 +1820,61 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
     })
 }
 
+/// The first detour in `line` played from `pos`: plies `(i, j)` where the
+/// piece moved at ply `i` moves again at ply `j`, its side's next move
+/// from that square, and could have gone straight to ply `j`'s square at
+/// ply `i` (the same piece, one legal move). A lost-track search needs a
+/// detour where a move the board does not show took the turn between
+/// (seed-51 wooden/low, game seed 57: after `...Rg8 Rxc7 Rxg2 Rxd7+`,
+/// with the rook on g2 read as the pawn it took, `...Re8 Rxc7 Rg8 Rxd7`);
+/// really played, the frames on the way show the square between (seed-31
+/// wooden/low: `h3 e5 h4`).
+pub fn detour(pos: &Chess, line: &[Move]) -> Option<(usize, usize)> {
+    let mut before = pos.clone();
+    for (i, &first) in line.iter().enumerate() {
+        if !matches!(
+            first,
+            Move::Normal {
+                promotion: None,
+                ..
+            }
+        ) {
+            before.play_unchecked(first);
+            continue;
+        }
+        let then = line[i + 1..]
+            .iter()
+            .enumerate()
+            .skip(1)
+            .step_by(2)
+            .find(|(_, m)| m.from() == Some(first.to()));
+        if let Some((k, &second)) = then {
+            let straight = before.legal_moves().iter().any(|m| {
+                m.from() == first.from()
+                    && m.to() == second.to()
+                    && m.role() == first.role()
+                    && !m.is_castle()
+            });
+            // The same piece: nothing else landed on its square between.
+            let same_piece = line[i + 1..i + 1 + k].iter().all(|m| m.to() != first.to());
+            if straight
+                && same_piece
+                && matches!(
+                    second,
+                    Move::Normal {
+                        promotion: None,
+                        ..
+                    }
+                )
+            {
+                return Some((i, i + 1 + k));
+            }
+        }
+        before.play_unchecked(first);
+    }
+    None
+}
+
 /// Lost-track ends as their first line and log-likelihood, for logs.
 fn summary(ends: &[ResyncEnd]) -> Vec<(String, f64)> {
     ends.iter()

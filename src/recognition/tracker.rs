@@ -16,8 +16,8 @@ use shakmaty::{Board, Chess, Color, Move, Position};
 use crate::game::uci_line;
 
 use super::scoring::{
-    arrival_colour_misread, board_after, brings_news, contenders, held_and_reply, rereads_move,
-    resync, score, BoardObs, Disagreement, Hypothesis, Resync, Verdict,
+    arrival_colour_misread, board_after, brings_news, contenders, detour, held_and_reply,
+    rereads_move, resync, score, BoardObs, Disagreement, Hypothesis, Resync, Verdict,
 };
 
 /// Most moves a question about an undecided board offers
@@ -437,7 +437,13 @@ impl Tracker {
             self.visit_sides = [false; 2];
         }
         if let Some(c) = self.rim.side() {
+            if !self.visit_sides[usize::from(c == Color::Black)] {
+                tracing::debug!(t_ms, side = ?c, "hand side seen");
+            }
             self.visit_sides[usize::from(c == Color::Black)] = true;
+        }
+        if visiting && !self.was_visiting {
+            tracing::debug!(t_ms, "visit starts");
         }
         self.was_visiting = visiting;
         if busy && !self.was_busy {
@@ -769,6 +775,23 @@ impl Tracker {
         lines.extend(r.rivals.iter().cloned());
         let first = r.moves;
         let line = self.best_order(first.clone(), &lines)?;
+        if let Some((i, j)) = detour(&self.pos, &line) {
+            // The boards with the piece on the square between its two
+            // moves must explain the frames: without them the line must
+            // fit clearly worse.
+            let boards = self.line_boards(&line);
+            let without: Vec<Board> = boards
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| !(i < *k && *k <= j))
+                .map(|(_, b)| b.clone())
+                .collect();
+            let shown = self.boards_fit(&boards) - self.boards_fit(&without);
+            tracing::debug!(line = uci_line(&line), shown, "resync line with a detour");
+            if shown < PARITY_SURE_MARGIN {
+                return None;
+            }
+        }
         if r.rivals.is_empty() {
             return Some(line);
         }
@@ -798,15 +821,19 @@ impl Tracker {
     /// showed queens on c7 and a5 on the frames between, and
     /// `Qc7 Qa5 Qxc8+ Qd8` was resynced: two moves never made.
     ///
-    /// Where the last hand's side is known ([`Tracker::hand_side`]), the
-    /// shortest lines whose last move is that side's are taken instead,
-    /// the frames picking among them: misread frames can fit a line of
-    /// another length by far more than the margin (seed 51, wooden/low,
-    /// game seed 57, ply 23: `...Rf8 Rxc7 Rg8` beat the `...Rg8 Rxc7`
-    /// played by 166 nats), while the hand that made the last move came
-    /// from its player's side. (In that game the side was misread too: a
-    /// hand whose motion named no player and the next player's hand made
-    /// one visit; see docs/recognition.md, twenty-fifth session.)
+    /// Where the last hand's side is known ([`Tracker::hand_side`]) and
+    /// the shortest lines' last move is that side's, the shortest line is
+    /// taken whatever the frames say of longer ones: misread frames can
+    /// fit a line of another length by far more than the margin. Where the
+    /// hand contradicts the shortest lines, a line whose last move is the
+    /// hand's side is taken only by [`PARITY_SURE_MARGIN`], and otherwise
+    /// the person is asked: the hand's own move may be on the board
+    /// unseen. Held-out seed 51, wooden/low (game seed 57, ply 23): after
+    /// `...Rg8 Rxc7 Rxg2` the board, the rook on g2 read as the pawn it
+    /// took and g8 misread, showed `...Rg8 Rxc7`; the hand withdrawing
+    /// over the far rim was Black's, and `...Rf8 Rxc7 Rg8`, Black moving
+    /// last and ahead in the frames by 160 nats, was resynced: a move
+    /// never made, and the turn wrong from then on.
     fn best_order(&self, first: Vec<Move>, others: &[Vec<Move>]) -> Option<Vec<Move>> {
         let fit = |line: &Vec<Move>| self.history_fit(line);
         let n = first.len();
@@ -821,6 +848,13 @@ impl Tracker {
                 );
             }
         }
+        let mut best = (fit(&first), first);
+        for line in others.iter().filter(|l| l.len() == n) {
+            let f = fit(line);
+            if f > best.0 {
+                best = (f, line.clone());
+            }
+        }
         // The hand last seen came from the side of the last move made.
         if let Some(side) = self.hand_side() {
             let last_mover = |line: &Vec<Move>| {
@@ -830,26 +864,31 @@ impl Tracker {
                     !self.pos.turn()
                 }
             };
-            let told: Vec<&Vec<Move>> = std::iter::once(&first)
-                .chain(others)
-                .filter(|l| last_mover(l) == side)
-                .collect();
-            if let Some(n) = told.iter().map(|l| l.len()).min() {
-                return told
-                    .into_iter()
-                    .filter(|l| l.len() == n)
-                    .map(|l| (fit(l), l))
-                    // The first of the best: `min_by` keeps the first of equals.
-                    .min_by(|a, b| b.0.total_cmp(&a.0))
-                    .map(|(_, l)| l.clone());
+            if last_mover(&best.1) == side {
+                return Some(best.1);
             }
-        }
-        let mut best = (fit(&first), first);
-        for line in others.iter().filter(|l| l.len() == n) {
-            let f = fit(line);
-            if f > best.0 {
-                best = (f, line.clone());
-            }
+            // The hand contradicts the shortest lines: either a piece went
+            // the long way round, or (far likelier, and what the frames
+            // cannot tell from it) the hand's own move is misread on the
+            // board. Only frames that fit the longer line by
+            // `PARITY_SURE_MARGIN` take it; otherwise the person is asked.
+            let told: Vec<&Vec<Move>> = others.iter().filter(|l| last_mover(l) == side).collect();
+            let shortest = told.iter().map(|l| l.len()).min();
+            let told = told
+                .into_iter()
+                .filter(|l| Some(l.len()) == shortest)
+                .map(|l| (fit(l), l))
+                // The first of the best: `min_by` keeps the first of equals.
+                .min_by(|a, b| b.0.total_cmp(&a.0));
+            tracing::debug!(
+                ?side,
+                ahead = told.as_ref().map(|t| t.0 - best.0),
+                "resync: the last hand contradicts the shortest lines"
+            );
+            return match told {
+                Some((f, line)) if f >= best.0 + PARITY_SURE_MARGIN => Some(line.clone()),
+                _ => None,
+            };
         }
         let mut other_length: Option<(f64, Vec<Move>)> = None;
         for line in others.iter().filter(|l| l.len().abs_diff(n) % 2 == 1) {
