@@ -164,20 +164,27 @@ fn the_command_survives_kill_9_and_resumes_from_the_journal() {
         .stderr(Stdio::null());
         c
     };
+    let journaled = || -> Vec<String> {
+        std::fs::read_to_string(dir.path().join("journal/current.journal"))
+            .unwrap_or_default()
+            .lines()
+            // Each line: a JSON record, a tab, its checksum.
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l.split('\t').next()?).ok())
+            .filter_map(|v| v.get("uci").and_then(|u| u.as_str()).map(str::to_owned))
+            .collect()
+    };
     // Slowed down 20x: arm moves take ~0.5 s of real time, person moves
     // almost none, so the kill lands in (or right around) a robot move.
+    // Killed once the first move is journaled, however long a loaded
+    // machine takes to get there (a fixed 1.5 s once fell before it).
     let mut child = args("20").spawn().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while journaled().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     child.kill().unwrap(); // SIGKILL
     let _ = child.wait();
-    let journal = std::fs::read_to_string(dir.path().join("journal/current.journal"))
-        .expect("a game was left journaled");
-    let before: Vec<String> = journal
-        .lines()
-        // Each line: a JSON record, a tab, its checksum.
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l.split('\t').next()?).ok())
-        .filter_map(|v| v.get("uci").and_then(|u| u.as_str()).map(str::to_owned))
-        .collect();
+    let before = journaled();
     assert!(
         !before.is_empty() && before.len() < 12,
         "{} moves journaled",
