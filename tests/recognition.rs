@@ -1894,7 +1894,7 @@ fn a_resync_leaves_to_move_the_side_the_last_hand_did_not_come_from() {
     // The last hand White's, against the shortest line, and nothing (or a
     // third of a second, about 140 nats) seen in between: the hand's own
     // move may be on the board unseen, so nothing is resynced and the
-    // person is asked. Seed-51 wooden/low (game seed 57, ply 25): after
+    // person is asked. Seed-51 wooden/low (game seed 57, plies 23-25): after
     // `...Rg8 Rxc7 Rxg2` the board read `...Rg8 Rxc7` (the rook on g2
     // read as the pawn it took), Black's hand was seen withdrawing, and
     // `...Rf8 Rxc7 Rg8`, ahead in the frames by 160 nats, was resynced.
@@ -2503,21 +2503,23 @@ fn rook_detour_scene() -> Chess {
     position_from_fen("7r/2pb4/k7/2R5/8/8/6P1/1K6 b - - 0 1").unwrap()
 }
 
+/// The moves of a line of SAN moves played from `pos`.
+fn moves_of(pos: &Chess, san: &str) -> Vec<Move> {
+    let mut p = pos.clone();
+    san.split_whitespace()
+        .map(|m| {
+            let mv = parse_move(&p, m).unwrap_or_else(|e| panic!("{m}: {e}"));
+            p.play_unchecked(mv);
+            mv
+        })
+        .collect()
+}
+
 #[test]
 fn a_detour_is_a_piece_moving_twice_where_one_move_would_do() {
-    let start = rook_detour_scene();
-    let line = |moves: &str| -> Vec<Move> {
-        let mut p = start.clone();
-        moves
-            .split_whitespace()
-            .map(|m| {
-                let mv = parse_move(&p, m).unwrap();
-                p.play_unchecked(mv);
-                mv
-            })
-            .collect()
-    };
     use chessbot::recognition::scoring::detour;
+    let start = rook_detour_scene();
+    let line = |san: &str| moves_of(&start, san);
     assert_eq!(detour(&start, &line("Re8 Rxc7 Rg8 Rxd7")), Some((0, 2)));
     // The played line: g8-g2 is no rook move from h8.
     assert_eq!(detour(&start, &line("Rg8 Rxc7 Rxg2 Rxd7")), None);
@@ -2525,15 +2527,7 @@ fn a_detour_is_a_piece_moving_twice_where_one_move_would_do() {
     assert_eq!(detour(&start, &line("Re8 Rxc7 Re2")), None);
     // The other side's detour too, and a pawn's (h2-h3-h4).
     let (pawns, _, _) = h3_e5_h4_scene();
-    let mut p = pawns.clone();
-    let h3_e5_h4: Vec<Move> = ["h3", "e5", "h4"]
-        .iter()
-        .map(|m| {
-            let mv = parse_move(&p, m).unwrap();
-            p.play_unchecked(mv);
-            mv
-        })
-        .collect();
+    let h3_e5_h4 = moves_of(&pawns, "h3 e5 h4");
     assert_eq!(detour(&pawns, &h3_e5_h4), Some((0, 2)));
     assert_eq!(detour(&pawns, &h3_e5_h4[1..]), None);
 }

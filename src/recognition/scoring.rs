@@ -1830,15 +1830,19 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
 /// really played, the frames on the way show the square between (seed-31
 /// wooden/low: `h3 e5 h4`).
 pub fn detour(pos: &Chess, line: &[Move]) -> Option<(usize, usize)> {
-    let mut before = pos.clone();
-    for (i, &first) in line.iter().enumerate() {
-        if !matches!(
-            first,
+    // A piece that stays what it is, from one square to another.
+    let plain = |m: &Move| {
+        matches!(
+            m,
             Move::Normal {
                 promotion: None,
                 ..
             }
-        ) {
+        )
+    };
+    let mut before = pos.clone();
+    for (i, &first) in line.iter().enumerate() {
+        if !plain(&first) {
             before.play_unchecked(first);
             continue;
         }
@@ -1857,16 +1861,7 @@ pub fn detour(pos: &Chess, line: &[Move]) -> Option<(usize, usize)> {
             });
             // The same piece: nothing else landed on its square between.
             let same_piece = line[i + 1..i + 1 + k].iter().all(|m| m.to() != first.to());
-            if straight
-                && same_piece
-                && matches!(
-                    second,
-                    Move::Normal {
-                        promotion: None,
-                        ..
-                    }
-                )
-            {
+            if straight && same_piece && plain(&second) {
                 return Some((i, i + 1 + k));
             }
         }

@@ -828,7 +828,7 @@ impl Tracker {
     /// hand contradicts the shortest lines, a line whose last move is the
     /// hand's side is taken only by [`PARITY_SURE_MARGIN`], and otherwise
     /// the person is asked: the hand's own move may be on the board
-    /// unseen. Held-out seed 51, wooden/low (game seed 57, ply 23): after
+    /// unseen. Held-out seed 51, wooden/low (game seed 57, plies 23-25): after
     /// `...Rg8 Rxc7 Rxg2` the board, the rook on g2 read as the pawn it
     /// took and g8 misread, showed `...Rg8 Rxc7`; the hand withdrawing
     /// over the far rim was Black's, and `...Rf8 Rxc7 Rg8`, Black moving
