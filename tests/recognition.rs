@@ -578,7 +578,7 @@ fn a_move_the_picture_picks_must_also_beat_every_other_legal_move_in_the_picture
     // so the squares never weighed it) fits the picture as well.
     let with_rivals = |be6: f32| {
         let mut o = obs.clone();
-        let rivals = chessbot::recognition::scoring::rival_boards(&pos, bd7);
+        let rivals = chessbot::recognition::scoring::rival_boards(&pos, &obs, bd7);
         let be6_board = after(&pos, "Be6").board().clone();
         o.picture_rivals = Some(
             rivals
@@ -1189,7 +1189,11 @@ fn an_amendment_keeps_excusing_the_misreads_the_committed_move_was_read_with() {
         &rh4,
         touched(&[Square::H4, Square::H3]),
     );
-    let (ev, pos) = pushed_on(&start, &half, 15, &done);
+    // `...Rh4` needs the picture (a1's misread is excused only as old
+    // news), so it is held `picture_pick_ms` before it is committed.
+    let hold = TrackerConfig::default().picture_pick_ms;
+    let still = (hold / 33) as usize + 5;
+    let (ev, pos) = pushed_on(&start, &half, still, &done);
     match ev.as_slice() {
         [TrackEvent::Move { mv, .. }, TrackEvent::Amended { now, .. }] => {
             assert_eq!((uci_of(*mv), uci_of(*now)), ("h8h4".into(), "h8h3".into()));
@@ -1471,11 +1475,29 @@ fn assert_held_on_arrival(
     then: &BoardObs,
     then_uci: &str,
 ) {
+    let hold_ms = TrackerConfig::default().colour_excused_ms;
+    assert_held_for(pos, held, held_uci, hold_ms, then, then_uci);
+}
+
+/// `held` (a move, `held_uci`, that the tracker holds `hold_ms` before
+/// committing it) is not committed when a hand comes within the hold and
+/// `then` (`then_uci`) is shown instead; alone, it is, once the hold is
+/// over.
+fn assert_held_for(
+    pos: &Chess,
+    held: &BoardObs,
+    held_uci: &str,
+    hold_ms: u64,
+    then: &BoardObs,
+    then_uci: &str,
+) {
     let cfg = TrackerConfig::default();
     let frames = |ms: u64| (ms / 33) as usize;
     let mut tr = Tracker::new(pos.clone(), cfg);
     let mut t = 0;
-    assert!(feed(&mut tr, &mut t, held, frames(1000), false).is_empty());
+    // Still well past the settling a plain move needs, short of the hold.
+    assert!(hold_ms >= cfg.settle_ms + 300);
+    assert!(feed(&mut tr, &mut t, held, frames(hold_ms - 200), false).is_empty());
     assert!(feed(&mut tr, &mut t, held, 10, true).is_empty());
     match feed(&mut tr, &mut t, then, 30, false).as_slice() {
         [TrackEvent::Move { mv, .. }] => assert_eq!(uci_of(*mv), then_uci),
@@ -1483,20 +1505,91 @@ fn assert_held_on_arrival(
     }
     let mut tr = Tracker::new(pos.clone(), cfg);
     let mut t = 0;
-    let ev = feed(
-        &mut tr,
-        &mut t,
-        held,
-        frames(cfg.colour_excused_ms + 500),
-        false,
-    );
+    let ev = feed(&mut tr, &mut t, held, frames(hold_ms + 500), false);
     match ev.as_slice() {
         [TrackEvent::Move { mv, t_ms, .. }] => {
             assert_eq!(uci_of(*mv), held_uci);
-            assert!(*t_ms >= cfg.colour_excused_ms, "{t_ms}");
+            assert!(*t_ms >= hold_ms, "{t_ms}");
         }
         e => panic!("{e:?}"),
     }
+}
+
+#[test]
+fn a_move_the_picture_picked_is_held_as_a_still_hand_may_have_changed_the_picture() {
+    // Seed-71 vinyl/overhead (game seed 72, ply 35), miniature: the hand
+    // rests still over the board while it grips a piece; the squares
+    // cannot tell the bishop's moves apart and the picture picks `...Bd7`.
+    let (pos, obs) = bd7_scene();
+    let moves = [("Bd7", 0.05), ("Nd7", 0.5), ("Qd7", 0.5), ("Kd7", 0.5)];
+    let picked = with_change(&pos, &obs, 0.6, &moves);
+    assert!(matches!(
+        score(&pos, &picked).verdict,
+        Verdict::Move {
+            by_picture: true,
+            ..
+        }
+    ));
+    // The squares' own choice is not held.
+    assert!(matches!(
+        score(&pos, &obs_of(&after(&pos, "Bd7"))).verdict,
+        Verdict::Move {
+            by_picture: false,
+            ..
+        }
+    ));
+    let hold_ms = TrackerConfig::default().picture_pick_ms;
+    let nf6 = obs_of(&after(&pos, "Nf6"));
+    assert_held_for(&pos, &picked, "c8d7", hold_ms, &nf6, "g8f6");
+}
+
+#[test]
+fn a_piece_set_down_beside_the_square_the_picture_picked_is_a_rival() {
+    // Seed-71 vinyl/low robot game (game seed 78, ply 14), miniature: the
+    // illegal `e7-f7` read from a low corner as a pawn on e6. Here the
+    // bishop from c8 stands on c6, where it cannot go, and the squares
+    // read it on d7 and c6 uncertain; the picture fits `...Bd7` well, as
+    // it fits the bishop on c6.
+    let (pos, obs) = bd7_scene();
+    let bd7 = parse_move(&pos, "Bd7").unwrap();
+    let on_c6 = {
+        let mut b = after(&pos, "Bd7").board().clone();
+        let bishop = b.remove_piece_at(Square::D7).expect("the bishop");
+        b.set_piece_at(Square::C6, bishop);
+        b
+    };
+    let rivals_of = |o: &BoardObs| chessbot::recognition::scoring::rival_boards(&pos, o, bd7);
+    // c6 read empty with confidence: the bishop is not there.
+    assert!(!rivals_of(&obs).contains(&on_c6));
+    let mut unsure = obs.clone();
+    unsure.set(Square::C6, SquareObs::of_probs(0.6, 0.0, 0.4));
+    let rivals = rivals_of(&unsure);
+    assert!(rivals.contains(&on_c6));
+    // `...Be6` is a legal move and is rivalled once, not twice.
+    let be6 = after(&pos, "Be6").board().clone();
+    assert_eq!(rivals.iter().filter(|b| **b == be6).count(), 1);
+    let moves = [("Bd7", 0.05), ("Nd7", 0.5), ("Qd7", 0.5), ("Kd7", 0.5)];
+    let picked = with_change(&pos, &unsure, 0.6, &moves);
+    let with_c6_at = |cost: f32| {
+        let mut o = picked.clone();
+        o.picture_rivals = Some(
+            rivals
+                .iter()
+                .enumerate()
+                .map(|(k, board)| ChangeFit {
+                    fit: Fit::of_cost(match k {
+                        0 => 0.05,
+                        _ if *board == on_c6 => cost,
+                        _ => 0.6,
+                    }),
+                    board: board.clone(),
+                })
+                .collect(),
+        );
+        o
+    };
+    assert_eq!(verdict_move(&pos, &with_c6_at(0.5)), "c8d7");
+    assert_eq!(score(&pos, &with_c6_at(0.02)).verdict, Verdict::Uncertain);
 }
 
 #[test]
@@ -2555,4 +2648,35 @@ fn a_lost_track_line_with_a_detour_the_frames_never_showed_is_asked_about() {
         "{ev:?}"
     );
     assert_eq!(tr.position().board(), start.board());
+}
+
+#[test]
+fn a_piece_leaving_from_behind_another_needs_a_clearer_picture() {
+    // Seed-61 wooden/angled robot game (game seed 64, ply 30), miniature:
+    // Black's queen goes from e8, behind the king on e7 as the camera
+    // sees them, to d8. d8 reads black; e7 and e8 are a toss-up, so
+    // `...Qd8` and `...Kd8` tie on the squares.
+    let pos = position_from_fen("4q3/4k3/8/8/8/8/8/4K3 b - - 0 1").unwrap();
+    let mut obs = obs_of(&after(&pos, "Qd8"));
+    let toss_up = SquareObs::of_probs(0.5, 0.0, 0.5);
+    obs.set(Square::E7, toss_up);
+    let behind = |o: &mut BoardObs| {
+        o.set(
+            Square::E8,
+            SquareObs {
+                bleed_from: Bitboard::from(Square::E7),
+                ..toss_up
+            },
+        )
+    };
+    let picture =
+        |o: &BoardObs, qd8: f32| with_change(&pos, o, 0.6, &[("Kd8", 0.05), ("Qd8", qd8)]);
+    let mut seen_apart = obs.clone();
+    seen_apart.set(Square::E8, toss_up);
+    behind(&mut obs);
+    // The picture favours the king's move by 0.25: enough for squares
+    // side by side, not for one behind the other.
+    assert_eq!(verdict_move(&pos, &picture(&seen_apart, 0.3)), "e7d8");
+    assert_eq!(score(&pos, &picture(&obs, 0.3)).verdict, Verdict::Uncertain);
+    assert_eq!(verdict_move(&pos, &picture(&obs, 0.5)), "e7d8");
 }

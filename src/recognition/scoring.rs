@@ -250,6 +250,20 @@ impl BoardObs {
         &self.squares[sq as usize]
     }
 
+    /// The squares' readings with nothing of the picture measured.
+    pub fn squares_alone(&self) -> BoardObs {
+        BoardObs::new(self.squares)
+    }
+
+    /// Whether anything of the change in the picture was measured.
+    pub fn picture_measured(&self) -> bool {
+        !self.change.is_empty()
+            || self.unchanged.any()
+            || self.changed.any()
+            || self.reference_occupied.is_some()
+            || self.picture_rivals.is_some()
+    }
+
     pub fn set(&mut self, sq: Square, obs: SquareObs) {
         self.squares[sq as usize] = obs;
     }
@@ -570,6 +584,12 @@ pub enum Verdict {
         /// piece shows too. The tracker holds it as long as a colour
         /// misread.
         arrival_unseen: bool,
+        /// Decided only with the change in the picture (or a photo's
+        /// looks) measured: the squares alone would have decided nothing
+        /// or another move. A hand held still over the board changes the
+        /// picture as a move does, so the tracker holds such a move a
+        /// little longer ([`super::tracker::TrackerConfig::picture_pick_ms`]).
+        by_picture: bool,
     },
     /// The board still shows the position before.
     NoChange { confidence: f64 },
@@ -591,6 +611,30 @@ impl Verdict {
             promotion_unverified: mv.is_promotion(),
             colour_excused: arrival_colour_misread(pos, obs, mv),
             arrival_unseen: arrival_unseen(pos, obs, mv),
+            by_picture: false,
+        }
+    }
+
+    /// The same verdict, marked as chosen by the picture (a move's
+    /// `by_picture`; other verdicts are unchanged).
+    fn from_picture(self) -> Verdict {
+        match self {
+            Verdict::Move {
+                mv,
+                confidence,
+                promotion_unverified,
+                colour_excused,
+                arrival_unseen,
+                ..
+            } => Verdict::Move {
+                mv,
+                confidence,
+                promotion_unverified,
+                colour_excused,
+                arrival_unseen,
+                by_picture: true,
+            },
+            other => other,
         }
     }
 }
@@ -636,8 +680,26 @@ pub fn board_after(pos: &Chess, mv: Option<Move>) -> Board {
     }
 }
 
-/// Scores every legal move and "nothing changed" against `obs`.
+/// Scores every legal move and "nothing changed" against `obs`. A move
+/// decided with the picture measured that the squares alone
+/// ([`BoardObs::squares_alone`]) would not have decided is marked
+/// `by_picture`.
 pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
+    let mut scored = decide(pos, obs);
+    if let Verdict::Move { mv, .. } = scored.verdict {
+        if obs.picture_measured() {
+            let alone = decide(pos, &obs.squares_alone()).verdict;
+            let same = matches!(alone, Verdict::Move { mv: m, .. } if m == mv);
+            if let Verdict::Move { by_picture, .. } = &mut scored.verdict {
+                *by_picture = !same;
+            }
+        }
+    }
+    scored
+}
+
+/// [`score`], with no move marked `by_picture`.
+fn decide(pos: &Chess, obs: &BoardObs) -> Scored {
     let mut hypotheses: Vec<Hypothesis> = distinct_moves(pos)
         .into_iter()
         .map(|m| Hypothesis {
@@ -933,11 +995,50 @@ fn by_change(pos: &Chess, obs: &BoardObs, hypotheses: &[Hypothesis]) -> Option<(
 
 /// The boards a move picked by the picture must beat as well as its
 /// contenders ([`BoardObs::picture_rivals`]): the board after `picked`
-/// first, then the board after every other legal move.
-pub fn rival_boards(pos: &Chess, picked: Move) -> Vec<Board> {
-    std::iter::once(picked)
+/// first, then the board after every other legal move, then the boards
+/// with `picked`'s piece set down beside its destination instead
+/// ([`set_down_beside`]).
+pub fn rival_boards(pos: &Chess, obs: &BoardObs, picked: Move) -> Vec<Board> {
+    let mut boards: Vec<Board> = std::iter::once(picked)
         .chain(distinct_moves(pos).into_iter().filter(|m| *m != picked))
         .map(|m| board_after(pos, Some(m)))
+        .collect();
+    for b in set_down_beside(pos, obs, picked) {
+        if !boards.contains(&b) {
+            boards.push(b);
+        }
+    }
+    boards
+}
+
+/// The boards of a plain move's piece set down on a square beside its
+/// destination (empty after the move, not the square it came from, and
+/// not read empty with confidence) instead of on it: an illegal move
+/// shown on the board, or a piece put down a square off, which the
+/// picture must not take for the legal move beside it. Seed-71
+/// vinyl/low robot game (game seed 78, ply 14): the person showed the
+/// illegal `e7-f7`; from the low corner camera the pawn on f7 read as on
+/// e6, the squares tied `...e6` with `...Kf7`, and the picture, which
+/// fitted `...e6` at 0.051 against 0.35 for the king's move and was never
+/// shown the pawn on f7, had `...e6` committed 0.2 s after the hand left
+/// (it was taken back and `...h5` played).
+fn set_down_beside(pos: &Chess, obs: &BoardObs, picked: Move) -> Vec<Board> {
+    let Move::Normal { from, to, .. } = picked else {
+        return Vec::new();
+    };
+    let after = board_after(pos, Some(picked));
+    let Some(piece) = after.piece_at(to) else {
+        return Vec::new();
+    };
+    (attacks::king_attacks(to) & !after.occupied())
+        .into_iter()
+        .filter(|&sq| sq != from && obs.get(sq).p(Occupant::Empty) < CONFIDENT_STATE)
+        .map(|sq| {
+            let mut b = after.clone();
+            b.discard_piece_at(to);
+            b.set_piece_at(sq, piece);
+            b
+        })
         .collect()
 }
 
@@ -1073,14 +1174,43 @@ fn pick_by_change(obs: &BoardObs, before: &Board, boards: &[Board]) -> Option<us
         .iter()
         .enumerate()
         .min_by(|a, b| a.1.cost.total_cmp(&b.1.cost))?;
-    let clear = fits
-        .iter()
-        .enumerate()
-        .all(|(j, f)| j == k || best.margin_to(f).is_some_and(|m| m >= CHANGE_MARGIN));
+    let clear = fits.iter().enumerate().all(|(j, f)| {
+        let needed = if leave_one_behind_the_other(obs, before, &boards[k], &boards[j]) {
+            FRONT_BEHIND_MARGIN
+        } else {
+            CHANGE_MARGIN
+        };
+        j == k || best.margin_to(f).is_some_and(|m| m >= needed)
+    });
     if best.cost > FIT_COST || !clear {
         return None;
     }
     agrees_but_where_changed(obs, before, &boards[k]).then_some(k)
+}
+
+/// Least margin ([`Fit::margin_to`]) by which the picture must tell apart
+/// two boards whose pieces leave squares one in front of the other
+/// ([`leave_one_behind_the_other`]): a piece leaving from behind another
+/// changes the picture of the one in front, where the other board has a
+/// piece leave. Seed-61 wooden/angled robot game (game seed 64, ply 30):
+/// Black's queen went from e8, behind the king on e7, to d8; the squares
+/// tied `...Qd8` and `...Kd8` (0.501 / 0.499), and the picture fitted the
+/// king's move better by 0.242 and had it committed. As
+/// [`CONTRADICT_MARGIN`]: the picture, not the squares, would decide.
+pub const FRONT_BEHIND_MARGIN: f32 = CONTRADICT_MARGIN;
+
+/// Whether `a` and `b`, boards after moves from `before`, each empty a
+/// square the other does not, one of them in front of the other as the
+/// camera sees them (a piece on the one can stand in the view of the
+/// other: [`SquareObs::bleed_from`]).
+fn leave_one_behind_the_other(obs: &BoardObs, before: &Board, a: &Board, b: &Board) -> bool {
+    let emptied = |x: &Board| before.occupied() & !x.occupied();
+    let (only_a, only_b) = (emptied(a) & !emptied(b), emptied(b) & !emptied(a));
+    only_a.into_iter().any(|x| {
+        only_b
+            .into_iter()
+            .any(|y| obs.get(y).bleed_from.contains(x) || obs.get(x).bleed_from.contains(y))
+    })
 }
 
 /// Whether the squares agree with `board`, a board chosen by what changed
@@ -1239,7 +1369,7 @@ pub fn by_look(
     let k = pick_by_look(obs, pos.board(), &boards, looks)?;
     let confidence = contenders.iter().map(|h| h.posterior).sum();
     Some(match contenders[k].mv {
-        Some(mv) => Verdict::of_move(pos, obs, mv, confidence),
+        Some(mv) => Verdict::of_move(pos, obs, mv, confidence).from_picture(),
         None => Verdict::NoChange { confidence },
     })
 }

@@ -75,6 +75,17 @@ pub struct TrackerConfig {
     /// `half_castling_ms`). A real misread on arrival is committed this
     /// much later.
     pub colour_excused_ms: u64,
+    /// A move the change in the picture chose, the squares alone not
+    /// (`by_picture` of [`Verdict::Move`]), must hold this long: a hand
+    /// held still over the board, gripping a piece, changes the picture
+    /// where it rests, and the scripted person holds still at most
+    /// ~0.55 s mid-move (as for `half_castling_ms`). Seed-71
+    /// vinyl/overhead (game seed 72, ply 35): the hand rested over d1 and
+    /// e1 while it gripped the e2 pawn, unseen by the motion detector; the
+    /// picture changed on d1, e1 and e2 and picked `Kd1` over the
+    /// `exf3` being played, committed after 0.27 s of stillness. Such a
+    /// move is 3-5 of about 35 commits of a bench game.
+    pub picture_pick_ms: u64,
 }
 
 impl Default for TrackerConfig {
@@ -88,6 +99,7 @@ impl Default for TrackerConfig {
             max_resync_plies: 4,
             half_castling_ms: 1_500,
             colour_excused_ms: 1_500,
+            picture_pick_ms: 700,
         }
     }
 }
@@ -555,10 +567,12 @@ impl Tracker {
                 promotion_unverified,
                 colour_excused,
                 arrival_unseen,
+                by_picture,
             } if agreed
                 && (held_ms >= self.cfg.half_castling_ms || !is_half_castling(&self.pos, mv))
                 && (held_ms >= self.cfg.colour_excused_ms
-                    || !(colour_excused || arrival_unseen)) =>
+                    || !(colour_excused || arrival_unseen))
+                && (held_ms >= self.cfg.picture_pick_ms || !by_picture) =>
             {
                 self.last_move = Some((self.pos.clone(), mv, t_ms));
                 self.pos.play_unchecked(mv);

@@ -620,7 +620,7 @@ impl BoardWatcher {
                     _ => None,
                 };
                 if let Some(mv) = picked {
-                    let rivals = super::scoring::rival_boards(pos, mv);
+                    let rivals = super::scoring::rival_boards(pos, obs, mv);
                     if rivals.len() > 1 {
                         let fits = super::change::explain_change(
                             &r.image, image, &view, side, &board, &rivals,
