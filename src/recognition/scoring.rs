@@ -617,7 +617,7 @@ impl Verdict {
 
     /// The same verdict, marked as chosen by the picture (a move's
     /// `by_picture`; other verdicts are unchanged).
-    fn from_picture(self) -> Verdict {
+    fn marked_by_picture(self) -> Verdict {
         match self {
             Verdict::Move {
                 mv,
@@ -1369,7 +1369,7 @@ pub fn by_look(
     let k = pick_by_look(obs, pos.board(), &boards, looks)?;
     let confidence = contenders.iter().map(|h| h.posterior).sum();
     Some(match contenders[k].mv {
-        Some(mv) => Verdict::of_move(pos, obs, mv, confidence).from_picture(),
+        Some(mv) => Verdict::of_move(pos, obs, mv, confidence).marked_by_picture(),
         None => Verdict::NoChange { confidence },
     })
 }
