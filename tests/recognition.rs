@@ -1022,7 +1022,7 @@ fn a_move_is_committed_only_after_the_hand_leaves_and_reads_agree() {
 }
 
 #[test]
-fn a_board_that_stays_undecided_is_asked_about_once() {
+fn a_board_that_stays_undecided_is_asked_about_and_no_other_move_taken_meanwhile() {
     // `...Bd7`, `...Nd7`, `...Qd7`, `...Kd7` read alike at the low view
     // and nothing in the picture tells them apart: the tracker waits,
     // then asks which was played, once.
@@ -1056,6 +1056,31 @@ fn a_board_that_stays_undecided_is_asked_about_once() {
         matches!(again[..], [TrackEvent::Unsure { .. }]),
         "{again:?}"
     );
+    // Unanswered, the board then reads as a move that is none of those
+    // asked about (more was played since): it is not committed.
+    let nf6 = obs_of(&after(&pos, "Nf6"));
+    assert!(feed(&mut tr, &mut t, &obs, 5, true).is_empty());
+    assert!(feed(&mut tr, &mut t, &nf6, 60, false).is_empty());
+    // One of them, read clearly, is.
+    assert!(feed(&mut tr, &mut t, &obs, 5, true).is_empty());
+    let bd7 = obs_of(&after(&pos, "Bd7"));
+    match feed(&mut tr, &mut t, &bd7, 30, false).as_slice() {
+        [TrackEvent::Move { mv, .. }] => assert_eq!(uci_of(*mv), "c8d7"),
+        e => panic!("{e:?}"),
+    }
+    // The board back as it was ends the question: another move is then
+    // committed as usual.
+    let mut tr = Tracker::new(pos.clone(), cfg);
+    let mut t = 0;
+    assert!(feed(&mut tr, &mut t, &obs, 5, true).is_empty());
+    assert_eq!(feed(&mut tr, &mut t, &obs, 150, false).len(), 1);
+    assert!(feed(&mut tr, &mut t, &obs, 5, true).is_empty());
+    assert!(feed(&mut tr, &mut t, &obs_of(&pos), 30, false).is_empty());
+    assert!(feed(&mut tr, &mut t, &obs, 5, true).is_empty());
+    match feed(&mut tr, &mut t, &nf6, 30, false).as_slice() {
+        [TrackEvent::Move { mv, .. }] => assert_eq!(uci_of(*mv), "g8f6"),
+        e => panic!("{e:?}"),
+    }
 }
 
 #[test]
@@ -2679,4 +2704,42 @@ fn a_piece_leaving_from_behind_another_needs_a_clearer_picture() {
     assert_eq!(verdict_move(&pos, &picture(&seen_apart, 0.3)), "e7d8");
     assert_eq!(score(&pos, &picture(&obs, 0.3)).verdict, Verdict::Uncertain);
     assert_eq!(verdict_move(&pos, &picture(&obs, 0.5)), "e7d8");
+}
+
+#[test]
+fn a_move_is_not_amended_once_a_hand_came_from_the_other_side() {
+    // As `a_move_that_goes_on_after_looking_finished_is_amended`, but
+    // the hand that leaves the rook on h3 is seen crossing White's edge
+    // of the rim: the board may show White's reply with misreads (seed-61
+    // printed/angled, game seed 66: `d3` amended to `d4` over `...a6`).
+    use shakmaty::Color::{Black, White};
+    let start = position_from_fen("k6r/8/8/8/8/7N/8/K7 b - - 0 1").unwrap();
+    let half = obs_of(&after(&start, "Rh4"));
+    let done = obs_of(&after(&start, "Rxh3"));
+    let run = |second_hand: shakmaty::Color| {
+        let crossed = |c: shakmaty::Color| RimMotion {
+            players: [c == White, c == Black],
+            ..RimMotion::default()
+        };
+        let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+        let mut t = 0;
+        tr.set_rim_motion(crossed(Black));
+        let mut ev = feed(&mut tr, &mut t, &half, 5, true);
+        tr.set_rim_motion(RimMotion::default());
+        ev.extend(feed(&mut tr, &mut t, &half, 15, false));
+        tr.set_rim_motion(crossed(second_hand));
+        ev.extend(feed(&mut tr, &mut t, &done, 5, true));
+        tr.set_rim_motion(RimMotion::default());
+        ev.extend(feed(&mut tr, &mut t, &done, 30, false));
+        ev
+    };
+    let amended = |ev: &[TrackEvent]| ev.iter().any(|e| matches!(e, TrackEvent::Amended { .. }));
+    let own = run(Black);
+    assert!(amended(&own), "{own:?}");
+    let other = run(White);
+    assert!(
+        matches!(other.first(), Some(TrackEvent::Move { mv, .. }) if uci_of(*mv) == "h8h4"),
+        "{other:?}"
+    );
+    assert!(!amended(&other), "{other:?}");
 }

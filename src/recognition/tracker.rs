@@ -188,6 +188,13 @@ pub struct Tracker {
     /// The person's last committed move, the position before it and when
     /// it was committed: what [`TrackEvent::Amended`] may replace.
     last_move: Option<(Chess, Move, u64)>,
+    /// A hand was seen coming from the other player's side since
+    /// `last_move` was committed: what is on the board now may be their
+    /// reply, and the move is not amended. Seed-61 printed/angled (game
+    /// seed 66, ply 9): `d3` was committed, `...a6` (far squares, never
+    /// read) and `d4` were played, and `d3` was amended to `d4`, losing
+    /// two plies.
+    other_side_since_move: bool,
     /// Busy spells (a hand or the arm over the board) since the last
     /// decision, and whether the last frame was busy.
     hand_visits: usize,
@@ -196,6 +203,16 @@ pub struct Tracker {
     /// its hold on arrival ([`TrackerConfig::colour_excused_ms`]: its
     /// piece read the other colour, or empty in the open).
     arrival_held: Option<Move>,
+    /// The moves the person was asked to choose among
+    /// ([`TrackEvent::Unsure`]), until a decision, an answer
+    /// ([`Tracker::set_position`]) or the board back as it was: no other
+    /// move is committed from the position meanwhile. Seed-61
+    /// wooden/angled robot game (game seed 64, ply 30): asked `...Qd8` or
+    /// `...Kd8`, unanswered; the bench's robot played `f4` past its wait
+    /// (the service would not), and `...Rxe2`, played next, was committed
+    /// from the position before `...Qd8` against a reference picture
+    /// taken with both moves already on the board.
+    asked: Option<Vec<Move>>,
     /// Such a move whose hold a hand cut short, with the busy spells
     /// counted before that hand: the reply may be on the board with it
     /// ([`held_and_reply`]).
@@ -331,9 +348,11 @@ impl Tracker {
             unexplained_since_ms: 0,
             still_since_decision: false,
             last_move: None,
+            other_side_since_move: false,
             hand_visits: 0,
             was_busy: false,
             arrival_held: None,
+            asked: None,
             held: None,
             visit_sides: [false; 2],
             was_visiting: false,
@@ -373,7 +392,7 @@ impl Tracker {
     /// finished when it looked still; it is amended).
     fn amend(&mut self, t_ms: u64, obs: &BoardObs) -> Option<TrackEvent> {
         let (before, was, at) = self.last_move.clone()?;
-        if t_ms.saturating_sub(at) > AMEND_WINDOW_MS {
+        if t_ms.saturating_sub(at) > AMEND_WINDOW_MS || self.other_side_since_move {
             return None;
         }
         // The squares neither move changes read as on the frame of the
@@ -389,6 +408,7 @@ impl Tracker {
         self.pos.play_unchecked(now);
         self.decided();
         self.last_move = Some((before, now, t_ms));
+        self.other_side_since_move = false;
         Some(TrackEvent::Amended { was, now, t_ms })
     }
 
@@ -419,6 +439,7 @@ impl Tracker {
         self.reported_unsure = false;
         self.hand_visits = 0;
         self.arrival_held = None;
+        self.asked = None;
         self.held = None;
     }
 
@@ -453,6 +474,9 @@ impl Tracker {
                 tracing::debug!(t_ms, side = ?c, "hand side seen");
             }
             self.visit_sides[usize::from(c == Color::Black)] = true;
+            if let Some((before, _, _)) = &self.last_move {
+                self.other_side_since_move |= c != before.turn();
+            }
         }
         if visiting && !self.was_visiting {
             tracing::debug!(t_ms, "visit starts");
@@ -560,6 +584,10 @@ impl Tracker {
                 return Some(self.resynced(moves, t_ms));
             }
         }
+        if agreed && matches!(scored.verdict, Verdict::NoChange { .. }) {
+            // The board is back as it was: the question is moot.
+            self.asked = None;
+        }
         match scored.verdict {
             Verdict::Move {
                 mv,
@@ -572,9 +600,11 @@ impl Tracker {
                 && (held_ms >= self.cfg.half_castling_ms || !is_half_castling(&self.pos, mv))
                 && (held_ms >= self.cfg.colour_excused_ms
                     || !(colour_excused || arrival_unseen))
-                && (held_ms >= self.cfg.picture_pick_ms || !by_picture) =>
+                && (held_ms >= self.cfg.picture_pick_ms || !by_picture)
+                && self.asked.as_ref().is_none_or(|c| c.contains(&mv)) =>
             {
                 self.last_move = Some((self.pos.clone(), mv, t_ms));
+                self.other_side_since_move = false;
                 self.pos.play_unchecked(mv);
                 self.decided();
                 Some(TrackEvent::Move {
@@ -655,6 +685,7 @@ impl Tracker {
                     return None;
                 }
                 self.reported_unsure = true;
+                self.asked = Some(candidates.clone());
                 Some(TrackEvent::Unsure { candidates, t_ms })
             }
             _ => None,
