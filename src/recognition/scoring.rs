@@ -615,26 +615,11 @@ impl Verdict {
         }
     }
 
-    /// The same verdict, marked as chosen by the picture (a move's
-    /// `by_picture`; other verdicts are unchanged).
-    fn marked_by_picture(self) -> Verdict {
-        match self {
-            Verdict::Move {
-                mv,
-                confidence,
-                promotion_unverified,
-                colour_excused,
-                arrival_unseen,
-                ..
-            } => Verdict::Move {
-                mv,
-                confidence,
-                promotion_unverified,
-                colour_excused,
-                arrival_unseen,
-                by_picture: true,
-            },
-            other => other,
+    /// Marks a move as decided by the picture or not (`by_picture`;
+    /// other verdicts have no such mark).
+    fn set_by_picture(&mut self, yes: bool) {
+        if let Verdict::Move { by_picture, .. } = self {
+            *by_picture = yes;
         }
     }
 }
@@ -690,9 +675,7 @@ pub fn score(pos: &Chess, obs: &BoardObs) -> Scored {
         if obs.picture_measured() {
             let alone = decide(pos, &obs.squares_alone()).verdict;
             let same = matches!(alone, Verdict::Move { mv: m, .. } if m == mv);
-            if let Verdict::Move { by_picture, .. } = &mut scored.verdict {
-                *by_picture = !same;
-            }
+            scored.verdict.set_by_picture(!same);
         }
     }
     scored
@@ -1369,7 +1352,11 @@ pub fn by_look(
     let k = pick_by_look(obs, pos.board(), &boards, looks)?;
     let confidence = contenders.iter().map(|h| h.posterior).sum();
     Some(match contenders[k].mv {
-        Some(mv) => Verdict::of_move(pos, obs, mv, confidence).marked_by_picture(),
+        Some(mv) => {
+            let mut v = Verdict::of_move(pos, obs, mv, confidence);
+            v.set_by_picture(true);
+            v
+        }
         None => Verdict::NoChange { confidence },
     })
 }
