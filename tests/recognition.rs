@@ -2743,3 +2743,34 @@ fn a_move_is_not_amended_once_a_hand_came_from_the_other_side() {
     );
     assert!(!amended(&other), "{other:?}");
 }
+
+#[test]
+fn a_move_held_for_the_picture_and_cut_short_by_a_quick_reply_is_resynced_with_it() {
+    // Seed-61 vinyl/angled (game seed 65, ply 4), miniature: only the
+    // picture tells `...Bd7` from the other moves to d7, so it is held;
+    // White's hand comes for `Qb3` before the hold is over.
+    let (pos, obs) = bd7_scene();
+    let moves = [("Bd7", 0.05), ("Nd7", 0.5), ("Qd7", 0.5), ("Kd7", 0.5)];
+    let held = with_change(&pos, &obs, 0.6, &moves);
+    let mut both = obs_of(&after(&pos, "Bd7 Qb3"));
+    for sq in Bitboard::from_rank(shakmaty::Rank::Eighth) {
+        both.set(sq, *obs.get(sq));
+    }
+    let pictured = with_change(&pos, &both, 0.5, &[("Bd7 Qb3", 0.0), ("Bd7", 0.3)]);
+    let run = |end_obs: &BoardObs| {
+        let mut tr = Tracker::new(pos.clone(), TrackerConfig::default());
+        let mut t = 0;
+        let mut ev = feed(&mut tr, &mut t, &held, 12, false);
+        ev.extend(feed(&mut tr, &mut t, &held, 10, true));
+        ev.extend(feed(&mut tr, &mut t, end_obs, 60, false));
+        ev
+    };
+    match run(&pictured).as_slice() {
+        [TrackEvent::Resynced { moves, .. }] => assert_eq!(uci_line(moves), ["c8d7", "d1b3"]),
+        e => panic!("{e:?}"),
+    }
+    // Without the picture's word, nothing is resynced.
+    assert!(!run(&both)
+        .iter()
+        .any(|e| matches!(e, TrackEvent::Resynced { .. } | TrackEvent::Move { .. })));
+}

@@ -201,7 +201,9 @@ pub struct Tracker {
     was_busy: bool,
     /// The move the last hand-free frame agreed on that waited only for
     /// its hold on arrival ([`TrackerConfig::colour_excused_ms`]: its
-    /// piece read the other colour, or empty in the open).
+    /// piece read the other colour, or empty in the open) or for the hold
+    /// of a move only the picture decided
+    /// ([`TrackerConfig::picture_pick_ms`]).
     arrival_held: Option<Move>,
     /// The moves the person was asked to choose among
     /// ([`TrackEvent::Unsure`]), until a decision, an answer
@@ -533,14 +535,20 @@ impl Tracker {
             && t_ms.saturating_sub(self.since_ms) >= self.cfg.settle_ms;
         let held_ms = t_ms.saturating_sub(self.since_ms);
         self.arrival_held = match scored.verdict {
+            // And a move held because only the picture decided it: cut
+            // short by a quick reply (seed-61 vinyl/angled, game seed 65,
+            // ply 4: `...Nxg4` held 0.5 s when the hand came for `a3`),
+            // it may be on the board with the reply.
             Verdict::Move {
                 mv,
                 colour_excused,
                 arrival_unseen,
+                by_picture,
                 ..
-            } if (colour_excused || arrival_unseen)
-                && agreed
-                && held_ms < self.cfg.colour_excused_ms =>
+            } if agreed
+                && (((colour_excused || arrival_unseen)
+                    && held_ms < self.cfg.colour_excused_ms)
+                    || (by_picture && held_ms < self.cfg.picture_pick_ms)) =>
             {
                 Some(mv)
             }
