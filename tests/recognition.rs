@@ -311,6 +311,31 @@ fn a_move_the_picture_picks_may_not_empty_or_fill_a_square_whose_picture_did_not
 }
 
 #[test]
+fn a_piece_that_never_stood_out_from_its_square_may_leave_it_looking_unchanged() {
+    // Seed-71 printed/angled in small (game seed 76, ply 5): after `c4`,
+    // c2 still reads White (the bishop on c1 leans into it) and its
+    // picture did not change, so the pawn counted as still standing there
+    // and `c4` was left undecided until the reply came. Where the pawn
+    // hardly stood out from its white square on the frame before
+    // (`camouflaged`), its unchanged picture says nothing and the move
+    // stands.
+    let pos = after(&Chess::default(), "f3 b6 b4 Na6");
+    let mut seen = with_change(&pos, &obs_of(&after(&pos, "c4")), 0.5, &[("c4", 0.05)]);
+    let mut c2 = SquareObs::of_probs(0.0, 1.0, 0.0);
+    c2.bleed_from = Bitboard::from(Square::C1);
+    seen.set(Square::C2, c2);
+    seen.reference_occupied = Some(pos.board().occupied());
+    seen.changed = Bitboard::from(Square::C4);
+    seen.unchanged = !seen.changed;
+    assert_eq!(score(&pos, &seen).verdict, Verdict::Uncertain);
+    seen.camouflaged = Bitboard::from(Square::C2);
+    assert_eq!(verdict_move(&pos, &seen), "c2c4");
+    // A piece that stood out elsewhere excuses nothing here.
+    seen.camouflaged = Bitboard::from(Square::D2);
+    assert_eq!(score(&pos, &seen).verdict, Verdict::Uncertain);
+}
+
+#[test]
 fn a_move_the_squares_read_as_they_did_before_it_is_not_committed() {
     // Seed-31 vinyl/low in small: the squares read `exd5` (e4 empty, d5
     // White) with full confidence, but every square the capture changes

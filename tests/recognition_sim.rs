@@ -13,7 +13,7 @@ use chessbot::sim::world::placed_on;
 use chessbot::sim::{Placement, Realism, SceneSpec, World};
 use chessbot::vision::image::RgbImage;
 use rand::SeedableRng;
-use shakmaty::{Board, Chess, Color, Move, Position, Square};
+use shakmaty::{Bitboard, Board, Chess, Color, Move, Position, Square};
 
 mod common;
 use common::moves_from;
@@ -703,4 +703,62 @@ fn a_hand_resting_on_the_piece_it_put_down_is_not_kept_in_the_reference() {
         "the reference still shows the hand in {kept} of its {} pixels",
         hand.len()
     );
+}
+
+/// A piece that hardly stands out from the bare squares of its colour
+/// (a white pawn on a white square) may leave without changing the
+/// picture, so its unchanged picture must not be taken to show it still
+/// standing (`SquareChanges::camouflaged`; seed-71 printed/angled bench
+/// game, game seed 76, ply 5: the pawn leaving c2 changed 4 of its 40
+/// samples and the game stalled for 36 moves). On a picture where the
+/// whole board is one flat grey, every piece is camouflaged; one painted
+/// dark where it stands is not, and no empty square ever is.
+#[test]
+fn a_piece_that_does_not_stand_out_from_its_square_is_camouflaged() {
+    use chessbot::recognition::change::square_changes;
+    use chessbot::vision::pipeline::{read_frame, ReadOptions};
+    let spec = SceneSpec {
+        width: 640,
+        height: 480,
+        ..scene("printed", "angled")
+    };
+    let pos = Chess::default();
+    let s = spec.build(pos.board(), 76).unwrap();
+    let frame = render_world(&s, &s.world);
+    let read = read_frame(&frame, &ReadOptions::default()).unwrap();
+    let view = chessbot::vision::viewpoint::estimate(&read.location).unwrap();
+    let side = read.orientation.white_at;
+    let mut flat = RgbImage::new(frame.width, frame.height);
+    for y in 0..frame.height {
+        for x in 0..frame.width {
+            flat.put(x, y, [180, 180, 180]);
+        }
+    }
+    let changes = |img: &RgbImage| square_changes(img, img, &view, side, pos.board());
+    let all = changes(&flat);
+    assert_eq!(all.camouflaged, pos.board().occupied());
+    assert_eq!(all.unchanged, Bitboard::FULL);
+    // The pawn on c2 painted dark, base to top.
+    let (c, r) = side.cell_of_square(Square::C2 as usize);
+    let mut shown = flat.clone();
+    for k in 0..=10 {
+        let z = 0.06 * f64::from(k);
+        let [u, v] = view.project(c as f64 + 0.5, r as f64 + 0.5, z).unwrap();
+        for dy in -14i64..=14 {
+            for dx in -14i64..=14 {
+                let (x, y) = (u as i64 + dx, v as i64 + dy);
+                if x >= 0 && y >= 0 && (x as usize) < flat.width && (y as usize) < flat.height {
+                    shown.put(x as usize, y as usize, [30, 30, 30]);
+                }
+            }
+        }
+    }
+    let one = changes(&shown);
+    assert!(
+        !one.camouflaged.contains(Square::C2),
+        "{:?}",
+        one.camouflaged
+    );
+    assert!(one.camouflaged.contains(Square::H2));
+    assert!((one.camouflaged & !pos.board().occupied()).is_empty());
 }

@@ -409,12 +409,26 @@ pub struct SquareChanges {
     /// More than that changed. Squares with too few samples in the frame
     /// are in neither.
     pub changed: Bitboard,
+    /// Occupied squares whose piece hardly stood out from the bare squares
+    /// of its colour on the frame before: at most [`UNCHANGED_SHARE`] of
+    /// its samples differed from their median luma by more than
+    /// [`CHANGE_LUMA`], so its picture would count as unchanged whether it
+    /// left or not, and an unchanged picture there does not show it still
+    /// standing. Seed-71 printed/angled (game seed 76, ply 5): the white
+    /// pawn leaving c2, a white square, changed at most 4 of its 40
+    /// samples, and only 4 had stood out from the white squares before;
+    /// the square still read White (the bishop on c1 leaning into it), the
+    /// pawn counted as still standing there, `c4` was left undecided
+    /// until the reply came, and the game stalled for its last 36 moves.
+    pub camouflaged: Bitboard,
 }
 
 /// How each square's picture changed from `before` to `after`: the
 /// middle of the square on the board and the silhouette of the piece
 /// `board` has there (of a king on an empty square: whatever arrived
-/// would show in it), sampled as in [`explain_change`].
+/// would show in it), sampled as in [`explain_change`]; and which of
+/// `board`'s pieces hardly stood out on `before`
+/// ([`SquareChanges::camouflaged`]).
 pub fn square_changes(
     before: &RgbImage,
     after: &RgbImage,
@@ -425,37 +439,91 @@ pub fn square_changes(
     /// Points across the middle of a square (fractions of its side).
     const GRID: [f64; 4] = [0.2, 0.4, 0.6, 0.8];
     let mut out = SquareChanges::default();
-    for sq in Square::ALL {
-        let (c, r) = side.cell_of_square(sq as usize);
-        let mut points: Vec<[f64; 3]> = GRID
-            .iter()
-            .flat_map(|&u| GRID.iter().map(move |&v| [c as f64 + u, r as f64 + v, 0.0]))
-            .collect();
-        // The piece there, or on an empty square the tallest that could
-        // have arrived (a piece behind a pawn shows only above it).
-        let height = role_height(board.role_at(sq).unwrap_or(Role::King));
-        points.extend(silhouette(view, centre(side, sq), height).1);
-        let (mut n, mut changed) = (0usize, 0usize);
-        for x in points {
-            let Some([u, v]) = view.project(x[0], x[1], x[2]) else {
-                continue;
-            };
-            let (Some(a), Some(b)) = (before.sample(u, v), after.sample(u, v)) else {
-                continue;
-            };
-            n += 1;
-            changed += usize::from((luma(a) - luma(b)).abs() > CHANGE_LUMA);
-        }
+    // Per square, the lumas of its samples on both frames.
+    let sampled: Vec<(Square, Vec<(f32, f32)>)> = Square::ALL
+        .into_iter()
+        .map(|sq| {
+            let (c, r) = side.cell_of_square(sq as usize);
+            let mut points: Vec<[f64; 3]> = GRID
+                .iter()
+                .flat_map(|&u| GRID.iter().map(move |&v| [c as f64 + u, r as f64 + v, 0.0]))
+                .collect();
+            // The piece there, or on an empty square the tallest that could
+            // have arrived (a piece behind a pawn shows only above it).
+            let height = role_height(board.role_at(sq).unwrap_or(Role::King));
+            points.extend(silhouette(view, centre(side, sq), height).1);
+            let lumas = points
+                .into_iter()
+                .filter_map(|x| {
+                    let [u, v] = view.project(x[0], x[1], x[2])?;
+                    Some((luma(before.sample(u, v)?), luma(after.sample(u, v)?)))
+                })
+                .collect();
+            (sq, lumas)
+        })
+        .collect();
+    let bare = bare_lumas(before, view, side, board, &GRID);
+    for (sq, lumas) in &sampled {
+        let n = lumas.len();
         if n < GRID.len() * GRID.len() / 2 {
             continue;
         }
+        let changed = lumas
+            .iter()
+            .filter(|(a, b)| (a - b).abs() > CHANGE_LUMA)
+            .count();
         if changed as f32 <= UNCHANGED_SHARE * n as f32 {
-            out.unchanged.add(sq);
+            out.unchanged.add(*sq);
         } else {
-            out.changed.add(sq);
+            out.changed.add(*sq);
+        }
+        // How much of the piece stood out from the bare squares of its
+        // colour on the frame before.
+        let light = sq.is_light();
+        if let (true, Some(floor)) = (board.occupied().contains(*sq), bare[usize::from(light)]) {
+            let shown = lumas
+                .iter()
+                .filter(|(a, _)| (a - floor).abs() > CHANGE_LUMA)
+                .count();
+            if shown as f32 <= UNCHANGED_SHARE * n as f32 {
+                out.camouflaged.add(*sq);
+            }
         }
     }
     out
+}
+
+/// The median luma on the frame `image` (showing `board`) of the bare
+/// squares, dark then light: the `grid` points of the squares `board`
+/// leaves empty. `None` for a colour with no empty square in view.
+fn bare_lumas(
+    image: &RgbImage,
+    view: &Viewpoint,
+    side: Side,
+    board: &Board,
+    grid: &[f64],
+) -> [Option<f32>; 2] {
+    let mut lumas: [Vec<f32>; 2] = [Vec::new(), Vec::new()];
+    for sq in !board.occupied() {
+        let (c, r) = side.cell_of_square(sq as usize);
+        for &u in grid {
+            for &v in grid {
+                let l = view
+                    .project(c as f64 + u, r as f64 + v, 0.0)
+                    .and_then(|[x, y]| image.sample(x, y));
+                if let Some(l) = l {
+                    lumas[usize::from(sq.is_light())].push(luma(l));
+                }
+            }
+        }
+    }
+    lumas.map(|mut l| {
+        if l.is_empty() {
+            return None;
+        }
+        l.sort_by(f32::total_cmp);
+        Some(l[l.len() / 2])
+    })
 }
 
 /// The sample points of the silhouette of a piece `height` tall standing

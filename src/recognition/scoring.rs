@@ -188,6 +188,11 @@ pub struct BoardObs {
     /// Squares whose picture has not changed since that frame
     /// ([`super::change::square_changes`]); empty when not measured.
     pub unchanged: Bitboard,
+    /// Occupied squares whose piece hardly stood out on that frame
+    /// ([`super::change::SquareChanges::camouflaged`]): their unchanged
+    /// picture does not show the piece still there
+    /// ([`BoardObs::still_looks_occupied`]). Measured with `unchanged`.
+    pub camouflaged: Bitboard,
     /// Squares whose picture clearly changed since that frame (measured
     /// with `unchanged`; a square with too few samples is in neither): if
     /// nothing was moved, they are unlikely
@@ -231,6 +236,7 @@ impl BoardObs {
             squares,
             change: Vec::new(),
             unchanged: Bitboard::EMPTY,
+            camouflaged: Bitboard::EMPTY,
             changed: Bitboard::EMPTY,
             reference_occupied: None,
             reads_as_before: Bitboard::EMPTY,
@@ -426,9 +432,11 @@ impl BoardObs {
     /// faintly it may be hidden behind nearer pieces, whose picture is what
     /// did not change (seed-31 wooden/low, game seed 37: `...gxh4` from
     /// g5, seen past White's pawns): either way an unchanged picture says
-    /// nothing of whether the piece left.
+    /// nothing of whether the piece left. Nor where the piece hardly stood
+    /// out from its square ([`BoardObs::camouflaged`]): its leaving would
+    /// not have changed the picture.
     fn still_looks_occupied(&self, sq: Square) -> bool {
-        self.unchanged.contains(sq) && self.reads_occupied(sq)
+        self.unchanged.contains(sq) && !self.camouflaged.contains(sq) && self.reads_occupied(sq)
     }
 
     /// Whether the picture was measured against a frame of `board` (one
@@ -477,6 +485,7 @@ impl BoardObs {
             squares: self.squares,
             change: Vec::new(),
             unchanged: self.unchanged & agree,
+            camouflaged: self.camouflaged & agree,
             changed: self.changed & agree,
             reference_occupied: Some(other.occupied()),
             reads_as_before: self.reads_as_before & agree,

@@ -550,6 +550,7 @@ impl BoardWatcher {
             // the ones measured.
             if let Some(c) = &changes {
                 obs.unchanged = c.unchanged;
+                obs.camouflaged = c.camouflaged;
                 obs.changed = c.changed;
                 obs.reference_occupied = Some(board.occupied());
                 obs.reads_as_before = Square::ALL
@@ -876,6 +877,11 @@ fn trace_close_call(t_ms: u64, sc: &super::scoring::Scored, pos: &Chess, obs: &B
         .filter(|s| obs.changed.contains(*s))
         .map(|s| s.to_string())
         .collect();
+    let covered: Vec<String> = Square::ALL
+        .into_iter()
+        .filter(|s| obs.get(*s).occluded)
+        .map(|s| s.to_string())
+        .collect();
     // The rivals of a move the picture picked, nearest first: the squares
     // each changes and its margin behind the pick.
     let mut rivals: Vec<(f32, String)> = Vec::new();
@@ -915,6 +921,7 @@ fn trace_close_call(t_ms: u64, sc: &super::scoring::Scored, pos: &Chess, obs: &B
         hypotheses = %hypotheses.join(", "),
         change = %changes.join(", "),
         picture_changed = %moved.join(" "),
+        covered = %covered.join(" "),
         "close call"
     );
 }
