@@ -709,8 +709,8 @@ fn a_hand_resting_on_the_piece_it_put_down_is_not_kept_in_the_reference() {
 /// (a white pawn on a white square) may leave without changing the
 /// picture, so its unchanged picture must not be taken to show it still
 /// standing (`SquareChanges::camouflaged`; seed-71 printed/angled bench
-/// game, game seed 76, ply 5: the pawn leaving c2 changed 4 of its 40
-/// samples and the game stalled for 36 moves). On a picture where the
+/// game, game seed 76, ply 5: only 4 of the pawn's 40 samples on c2 had
+/// stood out, and the game stalled for 36 moves). On a picture where the
 /// whole board is one flat grey, every piece is camouflaged; one painted
 /// dark where it stands is not, and no empty square ever is.
 #[test]

@@ -439,91 +439,74 @@ pub fn square_changes(
     /// Points across the middle of a square (fractions of its side).
     const GRID: [f64; 4] = [0.2, 0.4, 0.6, 0.8];
     let mut out = SquareChanges::default();
-    // Per square, the lumas of its samples on both frames.
-    let sampled: Vec<(Square, Vec<(f32, f32)>)> = Square::ALL
+    // Luma on both frames at each point that both show.
+    let lumas_at = |points: Vec<[f64; 3]>| -> Vec<(f32, f32)> {
+        points
+            .into_iter()
+            .filter_map(|x| {
+                let [u, v] = view.project(x[0], x[1], x[2])?;
+                Some((luma(before.sample(u, v)?), luma(after.sample(u, v)?)))
+            })
+            .collect()
+    };
+    // Per square, the samples of its floor and of its piece's silhouette.
+    let sampled: Vec<(Square, Vec<(f32, f32)>, Vec<(f32, f32)>)> = Square::ALL
         .into_iter()
         .map(|sq| {
             let (c, r) = side.cell_of_square(sq as usize);
-            let mut points: Vec<[f64; 3]> = GRID
+            let floor = GRID
                 .iter()
                 .flat_map(|&u| GRID.iter().map(move |&v| [c as f64 + u, r as f64 + v, 0.0]))
                 .collect();
             // The piece there, or on an empty square the tallest that could
             // have arrived (a piece behind a pawn shows only above it).
             let height = role_height(board.role_at(sq).unwrap_or(Role::King));
-            points.extend(silhouette(view, centre(side, sq), height).1);
-            let lumas = points
-                .into_iter()
-                .filter_map(|x| {
-                    let [u, v] = view.project(x[0], x[1], x[2])?;
-                    Some((luma(before.sample(u, v)?), luma(after.sample(u, v)?)))
-                })
-                .collect();
-            (sq, lumas)
+            let piece = silhouette(view, centre(side, sq), height).1;
+            (sq, lumas_at(floor), lumas_at(piece))
         })
         .collect();
-    let bare = bare_lumas(before, view, side, board, &GRID);
-    for (sq, lumas) in &sampled {
+    // The median luma of the bare squares on `before`, dark then light:
+    // the floor samples of the squares `board` leaves empty.
+    let bare: [Option<f32>; 2] = [false, true].map(|light| {
+        let mut l: Vec<f32> = sampled
+            .iter()
+            .filter(|(sq, _, _)| sq.is_light() == light && board.piece_at(*sq).is_none())
+            .flat_map(|(_, floor, _)| floor.iter().map(|s| s.0))
+            .collect();
+        l.sort_by(f32::total_cmp);
+        l.get(l.len() / 2).copied()
+    });
+    for (sq, floor, piece) in &sampled {
+        let lumas: Vec<&(f32, f32)> = floor.iter().chain(piece).collect();
         let n = lumas.len();
         if n < GRID.len() * GRID.len() / 2 {
             continue;
         }
+        // At most `UNCHANGED_SHARE` of the samples.
+        let few = |k: usize| k as f32 <= UNCHANGED_SHARE * n as f32;
         let changed = lumas
             .iter()
             .filter(|(a, b)| (a - b).abs() > CHANGE_LUMA)
             .count();
-        if changed as f32 <= UNCHANGED_SHARE * n as f32 {
+        if few(changed) {
             out.unchanged.add(*sq);
         } else {
             out.changed.add(*sq);
         }
         // How much of the piece stood out from the bare squares of its
         // colour on the frame before.
-        let light = sq.is_light();
-        if let (true, Some(floor)) = (board.occupied().contains(*sq), bare[usize::from(light)]) {
+        let floor_luma = bare[usize::from(sq.is_light())];
+        if let (true, Some(bare)) = (board.occupied().contains(*sq), floor_luma) {
             let shown = lumas
                 .iter()
-                .filter(|(a, _)| (a - floor).abs() > CHANGE_LUMA)
+                .filter(|(a, _)| (a - bare).abs() > CHANGE_LUMA)
                 .count();
-            if shown as f32 <= UNCHANGED_SHARE * n as f32 {
+            if few(shown) {
                 out.camouflaged.add(*sq);
             }
         }
     }
     out
-}
-
-/// The median luma on the frame `image` (showing `board`) of the bare
-/// squares, dark then light: the `grid` points of the squares `board`
-/// leaves empty. `None` for a colour with no empty square in view.
-fn bare_lumas(
-    image: &RgbImage,
-    view: &Viewpoint,
-    side: Side,
-    board: &Board,
-    grid: &[f64],
-) -> [Option<f32>; 2] {
-    let mut lumas: [Vec<f32>; 2] = [Vec::new(), Vec::new()];
-    for sq in !board.occupied() {
-        let (c, r) = side.cell_of_square(sq as usize);
-        for &u in grid {
-            for &v in grid {
-                let l = view
-                    .project(c as f64 + u, r as f64 + v, 0.0)
-                    .and_then(|[x, y]| image.sample(x, y));
-                if let Some(l) = l {
-                    lumas[usize::from(sq.is_light())].push(luma(l));
-                }
-            }
-        }
-    }
-    lumas.map(|mut l| {
-        if l.is_empty() {
-            return None;
-        }
-        l.sort_by(f32::total_cmp);
-        Some(l[l.len() / 2])
-    })
 }
 
 /// The sample points of the silhouette of a piece `height` tall standing
