@@ -438,9 +438,10 @@ pub fn square_changes(
 ) -> SquareChanges {
     /// Points across the middle of a square (fractions of its side).
     const GRID: [f64; 4] = [0.2, 0.4, 0.6, 0.8];
+    /// Luma on the frames before and after at each point both show.
+    type Lumas = Vec<(f32, f32)>;
     let mut out = SquareChanges::default();
-    // Luma on both frames at each point that both show.
-    let lumas_at = |points: Vec<[f64; 3]>| -> Vec<(f32, f32)> {
+    let lumas_at = |points: Vec<[f64; 3]>| -> Lumas {
         points
             .into_iter()
             .filter_map(|x| {
@@ -450,7 +451,7 @@ pub fn square_changes(
             .collect()
     };
     // Per square, the samples of its floor and of its piece's silhouette.
-    let sampled: Vec<(Square, Vec<(f32, f32)>, Vec<(f32, f32)>)> = Square::ALL
+    let sampled: Vec<(Square, Lumas, Lumas)> = Square::ALL
         .into_iter()
         .map(|sq| {
             let (c, r) = side.cell_of_square(sq as usize);
