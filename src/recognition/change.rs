@@ -185,6 +185,16 @@ fn meets(view: &Viewpoint, x: [f64; 3], pieces: &Cylinders) -> Option<Meets> {
     (inner == outer).then_some(inner)
 }
 
+/// Whether a piece of `pieces` on another square than `own` may stand
+/// between the camera and the point `x` (grid units, height last), at its
+/// widest and tallest: what shows at `x` may then be that piece, and a
+/// change there (or none) says nothing about `own`.
+fn maybe_hidden(view: &Viewpoint, x: [f64; 3], pieces: &Cylinders, own: Square) -> bool {
+    pieces.iter().any(|&(q, h, _, sq)| {
+        sq != own && view.hidden_from([x[0], x[1]], x[2], q, OUTER_RADIUS, h * OUTER_HEIGHT)
+    })
+}
+
 /// Radius (square sides) of the neighbourhood where a predicted change
 /// may show: pieces stand off-centre (the scripted person leaves one in
 /// four up to 0.22 square off; people do too), so a piece that arrived may
@@ -404,7 +414,10 @@ pub const UNCHANGED_SHARE: f32 = 0.1;
 pub struct SquareChanges {
     /// At most [`UNCHANGED_SHARE`] of the square's samples changed. A
     /// misread on such a square is no news: it looked the same when the
-    /// position was last seen.
+    /// position was last seen. Only samples no piece on another square
+    /// may stand in front of count: seed-71 printed/low (game seed 79),
+    /// the pawn leaving g2 from behind the king and bishop, whose samples
+    /// hidden behind them made g2 look unchanged (see [`square_changes`]).
     pub unchanged: Bitboard,
     /// More than that changed. Squares with too few samples in the frame
     /// are in neither.
@@ -412,23 +425,31 @@ pub struct SquareChanges {
     /// Occupied squares whose piece hardly stood out from the bare squares
     /// of its colour on the frame before: at most [`UNCHANGED_SHARE`] of
     /// its samples differed from their median luma by more than
-    /// [`CHANGE_LUMA`], so its picture would count as unchanged whether it
-    /// left or not, and an unchanged picture there does not show it still
-    /// standing. Seed-71 printed/angled (game seed 76, ply 5): the white
-    /// pawn leaving c2, a white square, changed at most 4 of its 40
-    /// samples, and only 4 had stood out from the white squares before;
-    /// the square still read White (the bishop on c1 leaning into it), the
-    /// pawn counted as still standing there, `c4` was left undecided
-    /// until the reply came, and the game stalled for its last 36 moves.
+    /// [`CHANGE_LUMA`] and the bare squares' own spread, so its picture
+    /// could count as unchanged whether it left or not, and an unchanged
+    /// picture there does not show it still standing. Seed-71
+    /// printed/angled (game seed 76, ply 5): the white pawn leaving c2, a
+    /// white square, changed 1 of its 38 visible samples; 4 had stood out
+    /// from the white squares' median by more than [`CHANGE_LUMA`], 1 by
+    /// more than that and their spread (15); the square still read White
+    /// (the bishop on c1 leaning into it), the pawn counted as still
+    /// standing there, `c4` was left undecided until the reply came, and
+    /// the game stalled for its last 36 moves.
     pub camouflaged: Bitboard,
 }
 
 /// How each square's picture changed from `before` to `after`: the
 /// middle of the square on the board and the silhouette of the piece
 /// `board` has there (of a king on an empty square: whatever arrived
-/// would show in it), sampled as in [`explain_change`]; and which of
-/// `board`'s pieces hardly stood out on `before`
-/// ([`SquareChanges::camouflaged`]).
+/// would show in it), sampled as in [`explain_change`] where no piece of
+/// `board` on another square may stand in front (at its widest and
+/// tallest: what shows there may be that piece); and which of `board`'s
+/// pieces hardly stood out on `before` ([`SquareChanges::camouflaged`]).
+/// Seed-71 printed/low (game seed 79): the pawn stepping from g2 to g3
+/// behind the king and the bishop; counted over all of g2's samples, most
+/// hidden behind them, its picture looked unchanged while g2 still read
+/// White (the pawn on g3 behind it), `g3` paid for emptying a square whose
+/// piece still showed, and the game stalled on its first move.
 pub fn square_changes(
     before: &RgbImage,
     after: &RgbImage,
@@ -441,9 +462,13 @@ pub fn square_changes(
     /// Luma on the frames before and after at each point both show.
     type Lumas = Vec<(f32, f32)>;
     let mut out = SquareChanges::default();
-    let lumas_at = |points: Vec<[f64; 3]>| -> Lumas {
+    let pieces = cylinders(side, board);
+    // Only the points no other piece may stand in front of: where one
+    // does, what shows is that piece.
+    let lumas_at = |sq: Square, points: Vec<[f64; 3]>| -> Lumas {
         points
             .into_iter()
+            .filter(|&x| !maybe_hidden(view, x, &pieces, sq))
             .filter_map(|x| {
                 let [u, v] = view.project(x[0], x[1], x[2])?;
                 Some((luma(before.sample(u, v)?), luma(after.sample(u, v)?)))
@@ -463,19 +488,24 @@ pub fn square_changes(
             // have arrived (a piece behind a pawn shows only above it).
             let height = role_height(board.role_at(sq).unwrap_or(Role::King));
             let piece = silhouette(view, centre(side, sq), height).1;
-            (sq, lumas_at(floor), lumas_at(piece))
+            (sq, lumas_at(sq, floor), lumas_at(sq, piece))
         })
         .collect();
-    // The median luma of the bare squares on `before`, dark then light:
-    // the floor samples of the squares `board` leaves empty.
-    let bare: [Option<f32>; 2] = [false, true].map(|light| {
+    // The bare squares on `before`, dark then light (the floor samples of
+    // the squares `board` leaves empty): their median luma, and how far
+    // from it all but the outlying tenth of them lie (shading across the
+    // board; the printed board's white squares of game seed 76: 15).
+    let bare: [Option<(f32, f32)>; 2] = [false, true].map(|light| {
         let mut l: Vec<f32> = sampled
             .iter()
             .filter(|(sq, _, _)| sq.is_light() == light && board.piece_at(*sq).is_none())
             .flat_map(|(_, floor, _)| floor.iter().map(|s| s.0))
             .collect();
         l.sort_by(f32::total_cmp);
-        l.get(l.len() / 2).copied()
+        let median = *l.get(l.len() / 2)?;
+        let mut off: Vec<f32> = l.iter().map(|x| (x - median).abs()).collect();
+        off.sort_by(f32::total_cmp);
+        Some((median, off[off.len() * 9 / 10]))
     });
     for (sq, floor, piece) in &sampled {
         let lumas: Vec<&(f32, f32)> = floor.iter().chain(piece).collect();
@@ -495,12 +525,15 @@ pub fn square_changes(
             out.changed.add(*sq);
         }
         // How much of the piece stood out from the bare squares of its
-        // colour on the frame before.
+        // colour on the frame before, by more than they stray themselves:
+        // only there is its leaving sure to change the picture (c2 of game
+        // seed 76: 4 of 38 samples stood out by more than CHANGE_LUMA, 1
+        // by more than that and the white squares' spread, 1 changed).
         let floor_luma = bare[usize::from(sq.is_light())];
-        if let (true, Some(bare)) = (board.occupied().contains(*sq), floor_luma) {
+        if let (true, Some((bare, spread))) = (board.occupied().contains(*sq), floor_luma) {
             let shown = lumas
                 .iter()
-                .filter(|(a, _)| (a - bare).abs() > CHANGE_LUMA)
+                .filter(|(a, _)| (a - bare).abs() > CHANGE_LUMA + spread)
                 .count();
             if few(shown) {
                 out.camouflaged.add(*sq);
@@ -576,6 +609,25 @@ mod tests {
         assert_eq!(c.margin_to(&d), None);
         // Given costs compare as they are.
         assert_eq!(Fit::of_cost(0.1).margin_to(&Fit::of_cost(0.5)), Some(0.4));
+    }
+
+    #[test]
+    fn only_a_piece_nearer_the_camera_hides_a_point() {
+        // The camera stands above grid y = 8, 4.4 squares up: a pawn on
+        // the cell in front (nearer the camera) hides the floor and the
+        // foot of the silhouette on the cell behind it, not its top at a
+        // king's height; a pawn behind hides nothing, nor does the piece
+        // on the point's own square.
+        let (_, view) = crate::vision::viewpoint::oblique_test_view();
+        let pawn = |cell: [f64; 2], sq: Square| (cell, role_height(Role::Pawn), Color::White, sq);
+        let in_front = vec![pawn([3.5, 4.5], Square::D4)];
+        let behind = vec![pawn([3.5, 2.5], Square::D6)];
+        let floor = [3.5, 3.5, 0.0];
+        assert!(maybe_hidden(&view, floor, &in_front, Square::D5));
+        assert!(maybe_hidden(&view, [3.5, 3.5, 0.2], &in_front, Square::D5));
+        assert!(!maybe_hidden(&view, [3.5, 3.5, 1.6], &in_front, Square::D5));
+        assert!(!maybe_hidden(&view, floor, &in_front, Square::D4));
+        assert!(!maybe_hidden(&view, floor, &behind, Square::D5));
     }
 
     #[test]
