@@ -424,6 +424,19 @@ fn render_world(scene: &chessbot::sim::Scene, world: &World) -> RgbImage {
     )
 }
 
+/// The camera pose a frame's board gives, and the side White sits on.
+fn pose_of(
+    frame: &RgbImage,
+) -> (
+    chessbot::vision::viewpoint::Viewpoint,
+    chessbot::vision::orientation::Side,
+) {
+    use chessbot::vision::pipeline::{read_frame, ReadOptions};
+    let read = read_frame(frame, &ReadOptions::default()).unwrap();
+    let view = chessbot::vision::viewpoint::estimate(&read.location).unwrap();
+    (view, read.orientation.white_at)
+}
+
 /// A watcher that saw `before` settle for a second, then `mv` played (one
 /// still image each, rendered with `seed`), and what it reported; and what
 /// a watcher that saw only the position after reported.
@@ -502,7 +515,6 @@ fn the_piece_that_left_tells_apart_moves_to_the_same_square() {
 fn the_move_played_explains_the_change_in_the_picture() {
     use chessbot::recognition::change::{explain_change, square_changes};
     use chessbot::recognition::scoring::{CHANGE_MARGIN, FIT_COST};
-    use chessbot::vision::pipeline::{read_frame, ReadOptions};
     let cases = [
         (
             "vinyl",
@@ -551,26 +563,19 @@ fn the_move_played_explains_the_change_in_the_picture() {
         let mut after = before.clone();
         after.play_unchecked(parse_move(&before, played).unwrap());
         let (img_before, img_after) = render_move(&spec, seed, &before, &after);
-        let read = read_frame(&img_before, &ReadOptions::default()).unwrap();
-        let view = chessbot::vision::viewpoint::estimate(&read.location).unwrap();
+        let (view, side) = pose_of(&img_before);
         let costs = explain_change(
             &img_before,
             &img_after,
             &view,
-            read.orientation.white_at,
+            side,
             before.board(),
             &candidates,
         )
         .unwrap_or_else(|| panic!("{played} ({board}, {camera}): too few telling samples"));
         // Every square the move changes changed in the picture; most
         // others did not.
-        let changes = square_changes(
-            &img_before,
-            &img_after,
-            &view,
-            read.orientation.white_at,
-            before.board(),
-        );
+        let changes = square_changes(&img_before, &img_after, &view, side, before.board());
         let unchanged = changes.unchanged;
         for sq in Square::ALL {
             if before.board().piece_at(sq) != after.board().piece_at(sq) {
@@ -719,7 +724,6 @@ fn a_hand_resting_on_the_piece_it_put_down_is_not_kept_in_the_reference() {
 #[test]
 fn a_piece_that_does_not_stand_out_from_its_square_is_camouflaged() {
     use chessbot::recognition::change::square_changes;
-    use chessbot::vision::pipeline::{read_frame, ReadOptions};
     let spec = SceneSpec {
         width: 640,
         height: 480,
@@ -728,9 +732,7 @@ fn a_piece_that_does_not_stand_out_from_its_square_is_camouflaged() {
     let pos = Chess::default();
     let s = spec.build(pos.board(), 76).unwrap();
     let frame = render_world(&s, &s.world);
-    let read = read_frame(&frame, &ReadOptions::default()).unwrap();
-    let view = chessbot::vision::viewpoint::estimate(&read.location).unwrap();
-    let side = read.orientation.white_at;
+    let (view, side) = pose_of(&frame);
     // Grey at 180, or shaded from 140 to 220 across the picture.
     let grey = |shade: f64| {
         let mut img = RgbImage::new(frame.width, frame.height);
@@ -802,7 +804,6 @@ fn a_piece_that_does_not_stand_out_from_its_square_is_camouflaged() {
 #[test]
 fn a_piece_leaving_from_behind_others_does_not_look_unchanged() {
     use chessbot::recognition::change::square_changes;
-    use chessbot::vision::pipeline::{read_frame, ReadOptions};
     let spec = SceneSpec {
         width: 640,
         height: 480,
@@ -812,9 +813,7 @@ fn a_piece_leaving_from_behind_others_does_not_look_unchanged() {
     let mut after = before.clone();
     after.play_unchecked(parse_move(&before, "g3").unwrap());
     let (img_before, img_after) = render_move(&spec, 79, &before, &after);
-    let read = read_frame(&img_before, &ReadOptions::default()).unwrap();
-    let view = chessbot::vision::viewpoint::estimate(&read.location).unwrap();
-    let side = read.orientation.white_at;
+    let (view, side) = pose_of(&img_before);
     let c = square_changes(&img_before, &img_after, &view, side, before.board());
     assert!(!c.unchanged.contains(Square::G2), "{:?}", c.unchanged);
     assert!(c.changed.contains(Square::G3), "{:?}", c.changed);
