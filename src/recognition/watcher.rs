@@ -560,6 +560,24 @@ impl BoardWatcher {
                         !o.occluded && o.best().0 == r.seen[sq as usize]
                     })
                     .collect();
+                // The contenders once the squares' changes are known, too:
+                // an unchanged picture can rank the moves differently.
+                // Seed-61 printed/low (game seed 69, ply 10): read alone,
+                // the squares' contenders were `...Nge7` only (d8's queen
+                // still read, emptying it unlikely); with d8's picture known
+                // to have changed, `...Qe7` led `...Nce7` and `...Nge7`
+                // (0.41 / 0.29 / 0.29), and, never measured against the
+                // picture, was never picked by it: the game stalled there.
+                let rescored = super::score(pos, obs);
+                let more = super::scoring::contenders(&rescored.hypotheses);
+                if more.len() <= MAX_CHANGE_CANDIDATES {
+                    for h in more {
+                        let b = super::scoring::board_after(pos, h.mv);
+                        if !boards.contains(&b) {
+                            boards.push(b);
+                        }
+                    }
+                }
             }
             let mut extra = Vec::new();
             let mut held = None;
