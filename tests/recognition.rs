@@ -931,6 +931,29 @@ fn colour_misreads_behind_a_piece_are_excused_from_the_shadow_allowance() {
     assert!(is_unexplained(&pos, &obs));
 }
 
+/// A piece read empty behind a piece at least as tall that stands in
+/// front of it is excused like a phantom in a piece's shadow. Seed-61
+/// printed/low (game seed 69, ply 31): from the low corner over a1 the
+/// white king stepping from d2 to c3 hid the black pawn on e5, which read
+/// empty, and `Kc3` was called unexplained.
+#[test]
+fn a_piece_read_empty_behind_a_taller_one_in_front_is_excused() {
+    let pos = position_from_fen("4k3/8/8/4p3/8/8/3K4/8 w - - 0 1").unwrap();
+    let played = after(&pos, "Kc3");
+    let mut obs = obs_of(&played);
+    obs.set(Square::E5, in_shadow_of(Square::C3, Occupant::Empty));
+    assert_eq!(verdict_move(&pos, &obs), "d2c3");
+    // Nothing in front: the pawn read gone is not excused.
+    obs.set(Square::E5, SquareObs::certain(Occupant::Empty));
+    assert!(is_unexplained(&pos, &obs));
+    // A pawn in front does not hide a queen behind it.
+    let pos = position_from_fen("4k3/8/8/4q3/8/8/2P5/7K w - - 0 1").unwrap();
+    let played = after(&pos, "c3");
+    let mut obs = obs_of(&played);
+    obs.set(Square::E5, in_shadow_of(Square::C3, Occupant::Empty));
+    assert!(is_unexplained(&pos, &obs));
+}
+
 /// Observations of a board with noise: each square gives its true state
 /// a probability in [floor, 1] and shares the rest at random.
 fn noisy(pos: &Chess, rng: &mut impl Rng, floor: f32) -> BoardObs {
