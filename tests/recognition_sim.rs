@@ -472,7 +472,10 @@ fn watch_before_and_after(
 /// the picture, though, and the queen's and king's are not: compared with
 /// the settled frame before the move, the watcher commits `Bd7`. A watcher
 /// that never saw the position before has nothing to compare with and
-/// commits nothing.
+/// commits no other move (until the thirty-second session it committed
+/// nothing: the squares already put `Bd7` first, c8 in the shadow of the
+/// bishop that arrived in front of it, but a piece read gone behind a
+/// piece as tall made the board unexplained; such a piece is now excused).
 #[test]
 fn the_piece_that_left_tells_apart_moves_to_the_same_square() {
     let spec = SceneSpec {
@@ -494,11 +497,11 @@ fn the_piece_that_left_tells_apart_moves_to_the_same_square() {
         matches!(both.as_slice(), [TrackEvent::Move { mv, .. }] if *mv == bd7),
         "{both:?}"
     );
-    // Without the frame before: the squares alone leave it open.
+    // Without the frame before: never the queen's or the king's move.
     assert!(
-        !only_after
+        only_after
             .iter()
-            .any(|e| matches!(e, TrackEvent::Move { .. })),
+            .all(|e| !matches!(e, TrackEvent::Move { mv, .. } if *mv != bd7)),
         "{only_after:?}"
     );
 }
