@@ -18,6 +18,15 @@ use shakmaty::{Bitboard, Board, Chess, Color, Move, Position, Square};
 mod common;
 use common::moves_from;
 
+/// [`scene`] at 640x480, where a test needs the bench's frame size.
+fn scene_640(board: &str, camera: &str) -> SceneSpec {
+    SceneSpec {
+        width: 640,
+        height: 480,
+        ..scene(board, camera)
+    }
+}
+
 fn scene(board: &str, camera: &str) -> SceneSpec {
     SceneSpec {
         board: board.parse().unwrap(),
@@ -478,11 +487,7 @@ fn watch_before_and_after(
 /// piece as tall made the board unexplained; such a piece is now excused).
 #[test]
 fn the_piece_that_left_tells_apart_moves_to_the_same_square() {
-    let spec = SceneSpec {
-        width: 640,
-        height: 480,
-        ..scene("wooden", "low")
-    };
+    let spec = scene_640("wooden", "low");
     let before =
         position_from_fen("rnbqkbnr/ppp1pppp/3p4/8/8/2P1P3/PP1P1PPP/RNBQKBNR b KQkq - 0 2")
             .unwrap();
@@ -544,11 +549,7 @@ fn the_move_played_explains_the_change_in_the_picture() {
         ("printed", "overhead", 7, "d4 Nf6 c4 e6", "Nc3", "Nd2 Na3"),
     ];
     for (board, camera, seed, moves, played, rivals) in cases {
-        let spec = SceneSpec {
-            width: 640,
-            height: 480,
-            ..scene(board, camera)
-        };
+        let spec = scene_640(board, camera);
         let before = {
             let mut p = Chess::default();
             for m in moves_from(&Chess::default(), moves) {
@@ -619,11 +620,7 @@ fn a_hand_resting_on_the_piece_it_put_down_is_not_kept_in_the_reference() {
     use chessbot::sim::world::{Hand, SKIN_TONES, UNIT_PER_SQUARE};
     use nalgebra::{Point3, Vector3};
 
-    let spec = SceneSpec {
-        width: 640,
-        height: 480,
-        ..scene("printed", "low")
-    };
+    let spec = scene_640("printed", "low");
     let before = position_from_fen("2b3k1/1Q3ppp/8/8/8/8/5PPP/6K1 w - - 0 1").unwrap();
     let mv = parse_move(&before, "Qxc8+").unwrap();
     let mut after = before.clone();
@@ -727,11 +724,7 @@ fn a_hand_resting_on_the_piece_it_put_down_is_not_kept_in_the_reference() {
 #[test]
 fn a_piece_that_does_not_stand_out_from_its_square_is_camouflaged() {
     use chessbot::recognition::change::square_changes;
-    let spec = SceneSpec {
-        width: 640,
-        height: 480,
-        ..scene("printed", "angled")
-    };
+    let spec = scene_640("printed", "angled");
     let pos = Chess::default();
     let s = spec.build(pos.board(), 76).unwrap();
     let frame = render_world(&s, &s.world);
@@ -807,11 +800,7 @@ fn a_piece_that_does_not_stand_out_from_its_square_is_camouflaged() {
 #[test]
 fn a_piece_leaving_from_behind_others_does_not_look_unchanged() {
     use chessbot::recognition::change::square_changes;
-    let spec = SceneSpec {
-        width: 640,
-        height: 480,
-        ..scene("printed", "low")
-    };
+    let spec = scene_640("printed", "low");
     let before = Chess::default();
     let mut after = before.clone();
     after.play_unchecked(parse_move(&before, "g3").unwrap());
@@ -834,11 +823,7 @@ fn a_piece_leaving_from_behind_others_does_not_look_unchanged() {
 #[test]
 fn a_move_that_leads_once_the_picture_is_known_is_measured_against_it() {
     let mut c = Case::new("", "e4 Nc6 Ke2 b5 Ke1 e5 Bxb5 Bb4 b3 Qe7");
-    c.spec = SceneSpec {
-        width: 640,
-        height: 480,
-        ..scene("printed", "low")
-    };
+    c.spec = scene_640("printed", "low");
     c.seed = 69;
     let r = c.run();
     assert!(all_right(&r), "{:?}", r.outcomes);
