@@ -587,8 +587,8 @@ pub enum Verdict {
         /// over the board looks like that. The tracker holds such a move
         /// longer before committing it.
         colour_excused: bool,
-        /// A piece the move puts on a square empty before reads empty
-        /// there, in the open ([`arrival_unseen`]): taken from the change
+        /// A piece the move puts on a square (empty before, or a capture)
+        /// reads empty there, in the open ([`arrival_unseen`]): taken from the change
         /// in the picture, which a hand held still over the board with the
         /// piece shows too. The tracker holds it as long as a colour
         /// misread.
@@ -878,8 +878,8 @@ pub fn arrival_colour_misread(pos: &Chess, obs: &BoardObs, mv: Move) -> bool {
     })
 }
 
-/// Whether a piece `mv` puts on a square empty before reads empty there,
-/// in the open (not hidden behind another piece nor seen one square on:
+/// Whether a piece `mv` puts on a square (empty before, or a capture:
+/// [`reads_empty_on_arrival`]) reads empty there, in the open (not hidden behind another piece nor seen one square on:
 /// [`unseen_arrival`]). Only the change in the picture takes such a move
 /// ([`agrees_but_where_changed`]): a pale piece on a pale square can read
 /// empty for good (held-out seed 41, vinyl/angled, game seed 45, ply 27:
@@ -900,10 +900,25 @@ pub fn arrival_unseen(pos: &Chess, obs: &BoardObs, mv: Move) -> bool {
         .any(|d| reads_empty_on_arrival(pos.board(), d) && !unseen_arrival(obs, &after, d))
 }
 
-/// Whether `d` is a piece put on a square empty `before` that reads empty
-/// there.
+/// Whether `d` is a piece that a move from `before` puts on a square,
+/// empty before or holding a piece of the other colour (a capture), that
+/// reads empty there.
+///
+/// Captures count since the thirty-third session: before it, a capture's
+/// arrival reading empty was refused as "the captured piece off, the mover
+/// still in the hand", but that board holds a still hand over the board
+/// for [`super::tracker::TrackerConfig::colour_excused_ms`] (the flag
+/// [`arrival_unseen`]), and the only move it can be is the capture the
+/// person is making. Seed-71 wooden/low (game seed 77, ply 11): White's
+/// knight took on f7 among Black's pieces and read empty there (p 0.96, a
+/// pale piece on a pale square whose own rim it covers); the squares gave
+/// `Nxf7` 1.000 and the picture fitted it at 0.000, but the board was
+/// unexplained, the lost-track search found no clear line and the game
+/// stalled for its last 29 moves.
 fn reads_empty_on_arrival(before: &Board, d: &Disagreement) -> bool {
-    before.piece_at(d.square).is_none() && d.seen == Occupant::Empty
+    d.seen == Occupant::Empty
+        && d.expected != Occupant::Empty
+        && Occupant::of(before, d.square) != d.expected
 }
 
 /// Whether `board`, one move from `before`, explains the squares as
@@ -957,9 +972,8 @@ pub const RESYNC_FIT_COST: f32 = 0.2;
 /// included, must fit worse by at least [`CHANGE_MARGIN`] where the two
 /// differ; a contender not measured decides nothing. The squares the
 /// chosen move changes are then taken as the picture shows them (a piece
-/// put on an empty square that reads empty there, in the open, is flagged:
-/// [`arrival_unseen`]; one that captures must be hidden or seen one square
-/// on, [`unseen_arrival`]). So are squares whose picture has not changed
+/// put on a square that reads empty there, in the open, is flagged:
+/// [`arrival_unseen`]). So are squares whose picture has not changed
 /// at all
 /// ([`BoardObs::unchanged`]: a misread there is no news, it looked the
 /// same when the position was last seen); the rest of the board must be
@@ -1207,9 +1221,8 @@ fn leave_one_behind_the_other(obs: &BoardObs, before: &Board, a: &Board, b: &Boa
 
 /// Whether the squares agree with `board`, a board chosen by what changed
 /// in the picture: except where it changed the position `before` (a piece
-/// it puts down on an empty square may read empty, [`arrival_unseen`]; one
-/// that captures must read occupied, or be hidden or seen one square on:
-/// [`unseen_arrival`]) and where the picture did not change since a frame
+/// it puts down may read empty, flagged where it is in the open:
+/// [`arrival_unseen`]) and where the picture did not change since a frame
 /// of `before` ([`BoardObs::unchanged_since`]), the rest is as
 /// [`excusable`] as ever. But
 /// some square it changes must not confidently read otherwise (filled or
@@ -1271,10 +1284,8 @@ fn agrees_but_where_changed(obs: &BoardObs, before: &Board, board: &Board) -> bo
     }
     disagreeing.retain(|d| {
         let moved_here = board.piece_at(d.square) != before.piece_at(d.square);
-        // A piece put on an empty square that reads empty there: flagged
-        // in the open ([`arrival_unseen`]). One that captures reads so
-        // while the captured piece is off and the mover still in the hand,
-        // so it must be hidden or seen one square on.
+        // A piece put on a square that reads empty there: flagged in the
+        // open ([`arrival_unseen`]), and held.
         let excused = moved_here
             && (d.seen != Occupant::Empty
                 || reads_empty_on_arrival(before, d)
@@ -1461,6 +1472,18 @@ fn excusable(obs: &BoardObs, disagreeing: &[Disagreement], board: &Board) -> boo
 /// squares gave `Kc3` 1.000 and the picture fitted it at 0.008 against
 /// 0.153 for "nothing changed", but e5's missing pawn made the board
 /// unexplained and the game stalled for its last nine moves.
+///
+/// Not where the square's picture clearly changed ([`BoardObs::changed`])
+/// while that of no piece in front of it did: a piece still standing
+/// hidden does not change how its square looks unless what hides it
+/// moved. Seed-71 wooden/low (game seed 77, plies 14-15): Black's bishop,
+/// set down on e3 while the pawn it was taking on e2 went off, was first
+/// committed as `...Bf3` (every square agreed); when it went on to e2,
+/// `exf3` fitted the picture (0.040 against 0.640 for "nothing changed")
+/// with its pawn on f3 read empty behind taller pieces that had not moved,
+/// though f3's picture had changed, and it was committed too (1 wrong,
+/// game 13/40). Refused here, the board stays uncertain and the tracker
+/// amends `...Bf3` to the `...Bxe2` its squares then show (38/40 + 2).
 fn hidden_behind(obs: &BoardObs, d: &Disagreement, board: &Board) -> bool {
     if d.seen != Occupant::Empty {
         return false;
@@ -1468,8 +1491,12 @@ fn hidden_behind(obs: &BoardObs, d: &Disagreement, board: &Board) -> bool {
     let Some(role) = board.role_at(d.square) else {
         return false;
     };
+    let in_front = obs.get(d.square).bleed_from & board.occupied();
+    if obs.changed.contains(d.square) && !(in_front & obs.changed).any() {
+        return false;
+    }
     let height = super::change::role_height(role);
-    (obs.get(d.square).bleed_from & board.occupied())
+    in_front
         .into_iter()
         .filter_map(|q| board.role_at(q))
         .any(|r| super::change::role_height(r) >= height)

@@ -68,9 +68,11 @@ pub struct TrackerConfig {
     pub half_castling_ms: u64,
     /// A move one of whose pieces, put on a square empty before, reads
     /// the other colour there (`colour_excused` of [`Verdict::Move`]), or
-    /// reads empty there in the open (`arrival_unseen`), must hold this
-    /// long: a hand held still over the board reads as a piece, a piece
-    /// put down short of its square leaves it empty, and the scripted
+    /// reads empty there in the open (`arrival_unseen`, a capture's piece
+    /// too), must hold this long: a hand held still over the board reads
+    /// as a piece, a piece put down short of its square leaves it empty,
+    /// as does a capture whose captured piece is off with the mover still
+    /// in the hand, and the scripted
     /// person holds still at most ~0.55 s mid-move (as for
     /// `half_castling_ms`). A real misread on arrival is committed this
     /// much later.
