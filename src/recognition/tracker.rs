@@ -72,10 +72,9 @@ pub struct TrackerConfig {
     /// too), must hold this long: a hand held still over the board reads
     /// as a piece, a piece put down short of its square leaves it empty,
     /// as does a capture whose captured piece is off with the mover still
-    /// in the hand, and the scripted
-    /// person holds still at most ~0.55 s mid-move (as for
-    /// `half_castling_ms`). A real misread on arrival is committed this
-    /// much later.
+    /// in the hand, and the scripted person holds still at most ~0.55 s
+    /// mid-move (as for `half_castling_ms`). A real misread on arrival is
+    /// committed this much later.
     pub colour_excused_ms: u64,
     /// A move the change in the picture chose, the squares alone not
     /// (`by_picture` of [`Verdict::Move`]), must hold this long: a hand
