@@ -880,7 +880,8 @@ pub fn arrival_colour_misread(pos: &Chess, obs: &BoardObs, mv: Move) -> bool {
 
 /// Whether a piece `mv` puts on a square (empty before, or a capture:
 /// [`reads_empty_on_arrival`]) reads empty there, in the open (not hidden
-/// behind another piece nor seen one square on: [`unseen_arrival`]). Only the change in the picture takes such a move
+/// behind another piece nor seen one square on: [`unseen_arrival`]).
+/// Only the change in the picture takes such a move
 /// ([`agrees_but_where_changed`]): a pale piece on a pale square can read
 /// empty for good (held-out seed 41, vinyl/angled, game seed 45, ply 27:
 /// White's rook put on a5 read empty at p 0.98 on every frame, the
@@ -1482,8 +1483,9 @@ fn excusable(obs: &BoardObs, disagreeing: &[Disagreement], board: &Board) -> boo
 /// `exf3` fitted the picture (0.040 against 0.640 for "nothing changed")
 /// with its pawn on f3 read empty behind taller pieces that had not moved,
 /// though f3's picture had changed, and became the verdict (the game read
-/// 13/40 with 1 wrong move). Refused here, the board stays uncertain and the tracker
-/// amends `...Bf3` to the `...Bxe2` its squares then show (38/40 + 2).
+/// 13/40 with 1 wrong move). Refused here, the board stays uncertain and
+/// the tracker amends `...Bf3` to the `...Bxe2` its squares then show
+/// (38/40 + 2).
 fn hidden_behind(obs: &BoardObs, d: &Disagreement, board: &Board) -> bool {
     if d.seen != Occupant::Empty {
         return false;
