@@ -8,7 +8,7 @@ use chessbot::recognition::scoring::{
     Occupant, SquareObs, Verdict,
 };
 use chessbot::recognition::tracker::{
-    RimMotion, TrackEvent, Tracker, TrackerConfig, MAX_VISITS_PER_PLY,
+    RimMotion, TrackEvent, Tracker, TrackerConfig, MAX_VISITS_PER_CAPTURE, MAX_VISITS_PER_PLY,
 };
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -1101,6 +1101,48 @@ fn a_move_is_committed_only_after_the_hand_leaves_and_reads_agree() {
 }
 
 #[test]
+fn a_hand_across_the_rim_from_the_side_to_move_lets_its_move_be_decided_though_no_frame_was_busy() {
+    // Seed-61 wooden/low (game seed 67, ply 18): from the low corner over
+    // a1, Black's hand moving a rook on the eighth rank stayed above the
+    // far rim; no frame was busy, and the move was never decided.
+    use shakmaty::Color::{Black, White};
+    let start = Chess::default();
+    let e4 = after(&start, "e4");
+    let crossed = |c: shakmaty::Color| RimMotion {
+        players: [c == White, c == Black],
+        ..RimMotion::default()
+    };
+    let run = |rim: RimMotion| {
+        let mut tr = Tracker::new(start.clone(), TrackerConfig::default());
+        let mut t = 0;
+        let mut ev = feed(&mut tr, &mut t, &obs_of(&e4), 5, true);
+        ev.extend(feed(&mut tr, &mut t, &obs_of(&e4), 15, false));
+        // The reply, with only the rim moving while it is made.
+        tr.set_rim_motion(rim);
+        ev.extend(feed(&mut tr, &mut t, &obs_of(&e4), 10, false));
+        tr.set_rim_motion(RimMotion::default());
+        ev.extend(feed(
+            &mut tr,
+            &mut t,
+            &obs_of(&after(&start, "e4 e5")),
+            30,
+            false,
+        ));
+        ev.iter()
+            .filter_map(|e| match e {
+                TrackEvent::Move { mv, .. } => Some(uci_of(*mv)),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(run(crossed(Black)), ["e2e4", "e7e5"]);
+    // The hand of the side that just moved (withdrawing), or none: the
+    // picture the last decision was made on may not hold another.
+    assert_eq!(run(crossed(White)), ["e2e4"]);
+    assert_eq!(run(RimMotion::default()), ["e2e4"]);
+}
+
+#[test]
 fn a_board_that_stays_undecided_is_asked_about_and_no_other_move_taken_meanwhile() {
     // `...Bd7`, `...Nd7`, `...Qd7`, `...Kd7` read alike at the low view
     // and nothing in the picture tells them apart: the tracker waits,
@@ -1743,6 +1785,66 @@ fn a_move_held_for_its_unseen_arrival_and_cut_short_by_a_quick_reply_is_resynced
         matches!(ev.as_slice(), [TrackEvent::RobotMoveMismatch { .. }]),
         "{ev:?}"
     );
+}
+
+#[test]
+fn a_capturing_reply_may_take_one_hand_spell_more_than_a_quiet_one_after_a_held_move() {
+    // Seed-71 printed/angled (game seed 76, ply 27), miniature: `Bf4` is
+    // held for its bishop reading empty on f4, and the reply comes in
+    // several spells of the hand. A capture, `...Nxf4`, is one trip more
+    // (the bishop picked up and carried off, then the knight). The
+    // knight's colour on f4 reads unsure, so the squares and the picture
+    // tie `Bf4 Nxf4` with `Be3 Nf4 Bxf4` (the same squares changed, f4
+    // White): no lost-track line is taken, the held move and its reply
+    // are.
+    let pos = position_from_fen("6k1/8/8/3n4/8/8/3B4/4K3 w - - 0 1").unwrap();
+    let bf4 = parse_move(&pos, "Bf4").unwrap();
+    let mut held = obs_of(&after(&pos, "Bf4"));
+    held.set(Square::F4, SquareObs::certain(Occupant::Empty));
+    held.change = fits_picking(&pos, bf4, 0.02, 0.45);
+    assert!(matches!(
+        score(&pos, &held).verdict,
+        Verdict::Move { mv, by_picture: true, .. } if mv == bf4
+    ));
+    let frames = |ms: u64| (ms / 33) as usize;
+    let run = |line: &str, rival: &str, spells: usize| {
+        let mut seen = obs_of(&after(&pos, line));
+        let dest = if line.ends_with("Nxf4") {
+            Square::F4
+        } else {
+            Square::E7
+        };
+        seen.set(dest, SquareObs::of_probs(0.0, 0.45, 0.55));
+        let end = with_change(&pos, &seen, 0.5, &[(line, 0.0), (rival, 0.0), ("Bf4", 0.3)]);
+        assert!(resync(&pos, &end, 4).is_none(), "{line}");
+        let mut tr = Tracker::new(pos.clone(), TrackerConfig::default());
+        let mut t = 0;
+        let mut ev = feed(&mut tr, &mut t, &held, frames(600), false);
+        for _ in 0..spells {
+            ev.extend(feed(&mut tr, &mut t, &held, 10, true));
+            // A pause too short to settle on.
+            ev.extend(feed(&mut tr, &mut t, &end, 3, false));
+        }
+        ev.extend(feed(&mut tr, &mut t, &end, 60, false));
+        ev
+    };
+    let resynced = |ev: &[TrackEvent]| match ev {
+        [TrackEvent::Resynced { moves, .. }] => Some(uci_line(moves).join(" ")),
+        _ => None,
+    };
+    let capture = |spells| resynced(&run("Bf4 Nxf4", "Be3 Nf4 Bxf4", spells));
+    assert_eq!(capture(1).as_deref(), Some("d2f4 d5f4"));
+    assert_eq!(
+        capture(MAX_VISITS_PER_CAPTURE).as_deref(),
+        Some("d2f4 d5f4")
+    );
+    assert!(MAX_VISITS_PER_CAPTURE > MAX_VISITS_PER_PLY);
+    // More spells than that: the line may be longer; asked, not guessed.
+    assert_eq!(capture(MAX_VISITS_PER_CAPTURE + 1), None);
+    // A quiet reply has one trip fewer.
+    let quiet = |spells| resynced(&run("Bf4 Ne7", "Be3 Ne7 Bc5", spells));
+    assert_eq!(quiet(MAX_VISITS_PER_PLY).as_deref(), Some("d2f4 d5e7"));
+    assert_eq!(quiet(MAX_VISITS_PER_PLY + 1), None);
 }
 
 #[test]

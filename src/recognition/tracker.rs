@@ -333,6 +333,15 @@ const HISTORY_FRAMES: usize = 300;
 /// four-ply line.
 pub const MAX_VISITS_PER_PLY: usize = 3;
 
+/// Most busy spells of a reply that captures, for the move held before it
+/// ([`Tracker::held_line`]): one more than [`MAX_VISITS_PER_PLY`], for the
+/// trip that carries the captured piece off. Seed-71 printed/angled (game
+/// seed 76, ply 27): `Bf4`, held by the picture, was cut short by
+/// `...Nxf4` made in four spells (the bishop picked up, carried off, the
+/// knight picked up and put down), and the game stalled for its last
+/// fourteen moves.
+pub const MAX_VISITS_PER_CAPTURE: usize = MAX_VISITS_PER_PLY + 1;
+
 impl Tracker {
     pub fn new(pos: Chess, cfg: TrackerConfig) -> Tracker {
         Tracker {
@@ -449,7 +458,8 @@ impl Tracker {
     /// Feeds one frame: `busy` when vision saw a hand, the arm or motion.
     ///
     /// After a move, a resync, a restored board or a verified robot move,
-    /// nothing more is decided until a busy frame has come: every ply
+    /// nothing more is decided until a busy frame has come (or a hand
+    /// across the rim from the side to move): every ply
     /// needs a hand or the arm over the board, and the still picture a
     /// decision was made on cannot hold another one. Held-out bench
     /// (wooden board, angled camera): one settled picture, with the rook
@@ -477,6 +487,16 @@ impl Tracker {
                 tracing::debug!(t_ms, side = ?c, "hand side seen");
             }
             self.visit_sides[usize::from(c == Color::Black)] = true;
+            // A hand across the rim from the side to move: its ply has
+            // begun, though no square may show it covered. Seed-61
+            // wooden/low (game seed 67, ply 18): from the low corner over
+            // a1, Black's hand moving the rook from g8 to h8 stayed above
+            // the far rim, no frame was busy, and `...Rh8`, read at 1.000
+            // for 0.8 s, was never decided; the game stalled for its last
+            // 22 moves.
+            if c == self.pos.turn() {
+                self.still_since_decision = false;
+            }
             if let Some((before, _, _)) = &self.last_move {
                 self.other_side_since_move |= c != before.turn();
             }
@@ -488,6 +508,7 @@ impl Tracker {
         if busy && !self.was_busy {
             self.hand_visits += 1;
             if let Some(mv) = self.arrival_held.take() {
+                tracing::debug!(t_ms, held = ?mv, "hold cut short by a hand");
                 self.held = Some((mv, self.hand_visits - 1));
             }
         }
@@ -704,14 +725,22 @@ impl Tracker {
     /// The move held on arrival until a hand cut the hold short, and the
     /// reply the picture shows with it ([`held_and_reply`]): only where a
     /// lost-track search may find two plies and the busy spells since the
-    /// hold are one ply's worth ([`MAX_VISITS_PER_PLY`]).
+    /// hold are one ply's worth ([`MAX_VISITS_PER_PLY`], or
+    /// [`MAX_VISITS_PER_CAPTURE`] for a reply that captures).
     fn held_line(&self, obs: &BoardObs) -> Option<Vec<Move>> {
         let (mv, visits) = self.held?;
         let spells = self.hand_visits.saturating_sub(visits);
-        if self.resync_plies() < 2 || spells > MAX_VISITS_PER_PLY {
+        if self.resync_plies() < 2 {
             return None;
         }
-        held_and_reply(&self.pos, mv, obs)
+        let line = held_and_reply(&self.pos, mv, obs)?;
+        let most = if line.last().is_some_and(|m| m.is_capture()) {
+            MAX_VISITS_PER_CAPTURE
+        } else {
+            MAX_VISITS_PER_PLY
+        };
+        tracing::debug!(spells, most, line = %uci_line(&line), "held move and reply");
+        (spells <= most).then_some(line)
     }
 
     /// A move the squares leave open whose arriving piece reads the other
