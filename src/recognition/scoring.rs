@@ -966,6 +966,42 @@ pub const CHANGE_MARGIN: f32 = 0.2;
 /// cost 0.097 and are kept out by [`goes_back`], not by this bound.
 pub const RESYNC_FIT_COST: f32 = 0.2;
 
+/// Most legal moves the change in the picture may name
+/// ([`named_by_picture`]): more, and the picture changed too widely (a
+/// shadow, the light) to name a move. The case it exists for named one.
+pub const MAX_PICTURE_NAMED: usize = 3;
+
+/// The legal moves every square of which (left, filled, captured on, the
+/// rook's) changed in the picture ([`BoardObs::changed`]), where there are
+/// at least one and at most [`MAX_PICTURE_NAMED`]: contenders for the
+/// picture to pick ([`by_change`]) however the squares rank them. Seed-61
+/// wooden/low (game seed 67, ply 29): `Qxg7` was played with three white
+/// phantoms standing (f5, g5 and c8 read White, pieces leaning in from
+/// the low corner over a1) and the queen on g7 read Black; `Qg5`, `Qf5`
+/// and `Qc8` tied on the squares 9.2 nats ahead of it, each explaining a
+/// phantom, and fitted the picture at 0.107-0.156, too poorly to be
+/// taken. The picture had changed on g4 and g7 (and e5, h8), of which
+/// only `Qxg7` moves pieces, and the game stalled for its last 11 moves.
+/// The squares still have their say: the move must agree with them
+/// where it did not change the board ([`agrees_but_where_changed`]).
+pub fn named_by_picture(pos: &Chess, obs: &BoardObs) -> Vec<Move> {
+    if obs.changed.is_empty() {
+        return Vec::new();
+    }
+    let named: Vec<Move> = distinct_moves(pos)
+        .into_iter()
+        .filter(|&m| {
+            let board = board_after(pos, Some(m));
+            let moved: Bitboard = squares_changed(pos.board(), &board).collect();
+            (moved & !obs.changed).is_empty()
+        })
+        .collect();
+    if named.len() > MAX_PICTURE_NAMED {
+        return Vec::new();
+    }
+    named
+}
+
 /// Moves that the squares cannot tell apart (within [`RESYNC_MARGIN`] of
 /// the best) are told apart by what changed in the picture since the last
 /// frame of the position before ([`BoardObs::change`]): one of them must
@@ -981,7 +1017,15 @@ pub const RESYNC_FIT_COST: f32 = 0.2;
 /// as [`excusable`] as ever. Returns the move and the posterior mass of
 /// the moves it was chosen from.
 fn by_change(pos: &Chess, obs: &BoardObs, hypotheses: &[Hypothesis]) -> Option<(Move, f64)> {
-    let contenders = contenders(hypotheses);
+    let close = contenders(hypotheses);
+    let named = named_by_picture(pos, obs);
+    let contenders: Vec<&Hypothesis> = close
+        .iter()
+        .chain(hypotheses[close.len()..].iter().filter(|h| {
+            h.mv.is_some_and(|m| named.contains(&m))
+                && obs.change_fit(&board_after(pos, h.mv)).is_some()
+        }))
+        .collect();
     let mut boards: Vec<Board> = contenders.iter().map(|h| board_after(pos, h.mv)).collect();
     // Lines of missed moves measured on a board no move explains are
     // rivals too: the move must beat them, and is not taken when one of

@@ -578,6 +578,16 @@ impl BoardWatcher {
                         }
                     }
                 }
+                // And the moves the picture's changes name, however the
+                // squares rank them (`scoring::named_by_picture`).
+                if close_call {
+                    for mv in super::scoring::named_by_picture(pos, obs) {
+                        let b = super::scoring::board_after(pos, Some(mv));
+                        if !boards.contains(&b) {
+                            boards.push(b);
+                        }
+                    }
+                }
             }
             let mut extra = Vec::new();
             let mut held = None;
