@@ -730,7 +730,7 @@ impl Tracker {
     fn held_line(&self, obs: &BoardObs) -> Option<Vec<Move>> {
         let (mv, visits) = self.held?;
         let spells = self.hand_visits.saturating_sub(visits);
-        if self.resync_plies() < 2 {
+        if self.resync_plies() < 2 || spells > MAX_VISITS_PER_CAPTURE {
             return None;
         }
         let line = held_and_reply(&self.pos, mv, obs)?;
