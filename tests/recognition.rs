@@ -1903,6 +1903,57 @@ fn a_capturing_reply_may_take_one_hand_spell_more_than_a_quiet_one_after_a_held_
 }
 
 #[test]
+fn a_lost_track_line_the_squares_lead_is_taken_where_it_alone_changes_what_the_picture_changed() {
+    // Held-out seed 41, printed/low, miniature: `...Nxf3+ Nxf3` played
+    // unseen, g1 read empty, g2 not quite empty (so `...Ng2` stays close)
+    // and h4 barely empty (so the position before does too), with two
+    // phantoms standing on h5 and g8 whose pictures did not change.
+    let pos = position_from_fen("4k3/8/8/8/7n/5PP1/8/4K1N1 b - - 0 1").unwrap();
+    let mut seen = obs_of(&after(&pos, "Nxf3+ Nxf3"));
+    seen.set(Square::G1, SquareObs::of_probs(0.9, 0.1, 0.0));
+    seen.set(Square::G2, SquareObs::of_probs(0.7, 0.0, 0.3));
+    seen.set(Square::H4, SquareObs::of_probs(0.6, 0.0, 0.4));
+    seen.set(Square::H5, SquareObs::certain(Occupant::White));
+    seen.set(Square::G8, SquareObs::certain(Occupant::Black));
+    // The bench's fits: too close for the picture to pick the line.
+    let fits = [("Nxf3+ Nxf3", 0.15), ("Nxf3+", 0.17), ("Ng2", 0.33)];
+    let pictured_against = |before: f32, changed: &[Square]| {
+        let mut o = with_change(&pos, &seen, before, &fits);
+        o.reference_occupied = Some(pos.board().occupied());
+        o.changed = changed.iter().fold(Bitboard::EMPTY, |a, &s| a | s);
+        o.unchanged = !o.changed;
+        o.changed_in_picture = o.changed;
+        o
+    };
+    let pictured = |changed: &[Square]| pictured_against(0.5, changed);
+    let line = |o: &BoardObs| resync(&pos, o, 4).map(|r| uci_line(&r.moves).join(" "));
+    // The squares alone leave it open.
+    assert_eq!(line(&seen), None);
+    // The picture changed on g1, f3 and h4: the squares' best, and only it.
+    assert_eq!(
+        line(&pictured(&[Square::G1, Square::F3, Square::H4])).as_deref(),
+        Some("h4f3 g1f3")
+    );
+    // Nor where the picture fits the position before about as well: the
+    // squares set the line too little above it.
+    assert_eq!(
+        line(&pictured_against(
+            0.3,
+            &[Square::G1, Square::F3, Square::H4]
+        )),
+        None
+    );
+    // Unchanged on g1: `...Nxf3+` alone is what the picture names, and
+    // the squares do not put it first.
+    assert_eq!(line(&pictured(&[Square::F3, Square::H4])), None);
+    // Changed on g2 as well: no end changes just those squares.
+    assert_eq!(
+        line(&pictured(&[Square::G1, Square::G2, Square::F3, Square::H4])),
+        None
+    );
+}
+
+#[test]
 fn a_held_move_cut_short_by_a_quick_reply_is_resynced_with_it_where_the_picture_shows_both() {
     // Held-out seed 21, printed/angled, miniature: `b5` is held for its
     // pawn reading Black, `...Nxd1` is played before the hold is over, and

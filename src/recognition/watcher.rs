@@ -591,7 +591,16 @@ impl BoardWatcher {
             }
             let mut extra = Vec::new();
             let mut held = None;
-            if matches!(sc.verdict, super::Verdict::Unexplained { .. }) {
+            // Unexplained by the squares alone, or once the picture's
+            // square changes are known: the tracker's verdict, whose
+            // lost-track search weighs the boards measured here. Held-out
+            // seed 41, printed/low (game seed 49, ply 24): the squares
+            // alone left `...Ng2` uncertain, the tracker found no move,
+            // and `...Nxf3+ Nxf3`, the search's best, was never measured.
+            let unexplained = |sc: &super::scoring::Scored| {
+                matches!(sc.verdict, super::Verdict::Unexplained { .. })
+            };
+            if unexplained(&sc) || (changes.is_some() && unexplained(&super::score(pos, obs))) {
                 obs.changed_in_picture = changes.map_or(Bitboard::EMPTY, |c| !c.unchanged);
                 // The lines the tracker will search (against the robot,
                 // the person's one reply).
