@@ -2045,8 +2045,8 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
     // ([`news`]): seed-11 vinyl/angled (game seed 15, ply 46), `Rxf8
     // ...Nxa3` explained every square but e7, e8 and f7, misread the
     // same way since `Bxa3`, and the game waited for its last six moves.
-    // A line the picture's change names needs the picture, not the
-    // squares, to set it clearly above the position before: in the
+    // A line the picture's change names may have the picture, rather
+    // than the squares, set it clearly above the position before: in the
     // shadows of a low view the squares it explains weigh little (the
     // seed-41 printed/low `...Nxf3+ Nxf3` led the position before by the
     // same 2.3 nats as `...Ng2`).

@@ -548,6 +548,9 @@ impl BoardWatcher {
             // later weighs a misread on an unchanged picture as no news
             // and moves no piece for it, and the lines it weighs must be
             // the ones measured.
+            // The squares' verdict once the picture's square changes are
+            // known (`None` when not measured).
+            let mut rescored_verdict = None;
             if let Some(c) = &changes {
                 obs.unchanged = c.unchanged;
                 obs.camouflaged = c.camouflaged;
@@ -570,6 +573,7 @@ impl BoardWatcher {
                 // picture, was never picked by it: the game stalled there.
                 let rescored = super::score(pos, obs);
                 let more = super::scoring::contenders(&rescored.hypotheses);
+                rescored_verdict = Some(rescored.verdict.clone());
                 if more.len() <= MAX_CHANGE_CANDIDATES {
                     for h in more {
                         let b = super::scoring::board_after(pos, h.mv);
@@ -597,10 +601,8 @@ impl BoardWatcher {
             // seed 41, printed/low (game seed 49, ply 24): the squares
             // alone left `...Ng2` uncertain, the tracker found no move,
             // and `...Nxf3+ Nxf3`, the search's best, was never measured.
-            let unexplained = |sc: &super::scoring::Scored| {
-                matches!(sc.verdict, super::Verdict::Unexplained { .. })
-            };
-            if unexplained(&sc) || (changes.is_some() && unexplained(&super::score(pos, obs))) {
+            let unexplained = |v: &super::Verdict| matches!(v, super::Verdict::Unexplained { .. });
+            if unexplained(&sc.verdict) || rescored_verdict.as_ref().is_some_and(unexplained) {
                 obs.changed_in_picture = changes.map_or(Bitboard::EMPTY, |c| !c.unchanged);
                 // The lines the tracker will search (against the robot,
                 // the person's one reply).
