@@ -2066,8 +2066,7 @@ pub fn resync(pos: &Chess, obs: &BoardObs, max_plies: usize) -> Option<Resync> {
             || measured
                 .iter()
                 .filter(|b| **b != best.board)
-                .filter_map(|b| obs.change_fit(b))
-                .any(|f| f.margin_to(f0).is_some_and(|m| m >= CHANGE_MARGIN))
+                .any(|b| pictured_over(obs, b, &best.board))
     }) || obs.emptied_in_plain_view(pos.board(), &best.board).any()
         || (best.plies() > MAX_PICTURE_PICKED_PLIES && outfitted(obs, &best.board));
     tracing::debug!(
